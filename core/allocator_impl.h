@@ -1,0 +1,107 @@
+// Internal to the caching allocator (caching_allocator.cpp and allocator_pools.cpp): blocks,
+// bins, pools and the state they live in. Not part of grove's API.
+//
+// Invariants (all under Impl::mutex):
+// - The blocks of a segment form a doubly linked list in address order that covers the segment
+//   exactly; `segments` maps each segment's address to its first block.
+// - A block is in exactly one of: its pool's free bin (state Free), allocated_blocks
+//   (Allocated), pending_frees (PendingFree). Two adjacent blocks are never both Free.
+// - stats.allocated_bytes is the sum of sizes of Allocated and PendingFree blocks;
+//   stats.reserved_bytes the sum of segment sizes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/caching_allocator.h"
+
+namespace grove {
+
+enum class BlockState : std::uint8_t { Free, Allocated, PendingFree };
+
+struct CachingAllocator::Block {
+  void* ptr = nullptr;
+  std::size_t size = 0;            // rounded size of this block
+  std::size_t requested_size = 0;  // what the caller asked for (allocated blocks only)
+  Stream stream;                   // the stream it was allocated on
+  Pool* pool = nullptr;
+  bool is_small = false;           // from the small bins (2 MiB segments)
+  BlockState state = BlockState::Free;
+  Block* prev = nullptr;           // neighbours in the same segment
+  Block* next = nullptr;
+  std::vector<Stream> stream_uses;  // other streams that used it (record_stream)
+};
+
+// Free blocks ordered by (stream, size, address): lower_bound finds the best fit on a stream.
+struct BlockOrder {
+  bool operator()(const CachingAllocator::Block* a, const CachingAllocator::Block* b) const {
+    if (a->stream.id != b->stream.id) return a->stream.id < b->stream.id;
+    if (a->size != b->size) return a->size < b->size;
+    return std::less<void*>()(a->ptr, b->ptr);
+  }
+};
+using BlockSet = std::set<CachingAllocator::Block*, BlockOrder>;
+
+struct CachingAllocator::Pool {
+  PoolId id;
+  BlockSet small_free;
+  BlockSet large_free;
+  int use_count = 0;
+  std::size_t num_segments = 0;
+};
+
+struct CachingAllocator::Impl {
+  struct Route {
+    Stream stream;
+    Pool* pool;
+  };
+  struct PendingFree {
+    Block* block;
+    std::vector<std::uintptr_t> events;
+  };
+
+  explicit Impl(std::unique_ptr<AllocatorBackend> raw_backend);
+
+  // caching_allocator.cpp
+  Pool* pool_for(Stream stream);
+  void* allocate(std::size_t nbytes, Stream stream);
+  Block* take_free_block(BlockSet& bin, Stream stream, std::size_t size);
+  void split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin);
+  Block* new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
+                     bool small);
+  void* try_allocate_segment(std::size_t segment_size);
+  void free_pointer(void* ptr, bool from_deleter);
+  void free_block(Block* block);
+  void process_events();
+  void release_segment(Block* segment_block);
+  void release_free_segments(bool private_pools_too);
+  void release_all_segments();
+  void report_unknown_free(void* ptr);
+
+  // allocator_pools.cpp
+  Pool* find_pool(PoolId id, const char* caller);
+  const Pool* find_pool(PoolId id, const char* caller) const;
+  void maybe_destroy_pool(Pool* pool);
+  std::vector<SegmentInfo> snapshot_segments(const Pool* only) const;
+
+  mutable std::mutex mutex;
+  std::unique_ptr<AllocatorBackend> backend;
+  Device device;
+  Pool default_pool;
+  std::unordered_map<std::uint64_t, std::unique_ptr<Pool>> private_pools;
+  std::uint64_t next_pool_id = 1;
+  std::vector<Route> routes;
+  std::map<std::uintptr_t, Block*> segments;
+  std::unordered_map<void*, Block*> allocated_blocks;
+  std::vector<PendingFree> pending_frees;
+  AllocatorStats stats;
+  std::size_t memory_limit = 0;
+  std::uint64_t unknown_frees = 0;
+};
+
+}  // namespace grove

@@ -1,0 +1,19 @@
+// The two kernels the core layer needs itself: strided copy with dtype conversion, and fill.
+// Both are launched on the current stream of the destination's device (recorded while it
+// captures). The op layer (ops/) brings every other kernel.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace grove {
+
+// Kernels iterate over at most this many dimensions after merging contiguous ones.
+inline constexpr int kMaxKernelDims = 12;
+
+// dst[i] = convert(src[i]) for every index i; src must already have dst's sizes (a broadcast
+// view is fine) and must not partially overlap dst.
+void launch_copy(const Tensor& dst, const Tensor& src);
+// dst[i] = value for every index i.
+void launch_fill(const Tensor& dst, const Scalar& value);
+
+}  // namespace grove

@@ -1,0 +1,57 @@
+// The CPU raw backend (aligned host memory) and the per-device allocator registry.
+#include <array>
+#include <cstdlib>
+
+#include "core/caching_allocator.h"
+
+namespace grove {
+namespace {
+
+// Host memory aligned for the widest vector loads. CPU streams run kernels synchronously, so
+// an event recorded on one is complete at once.
+class CpuBackend final : public AllocatorBackend {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  Device device() const override { return kCPU; }
+  void* allocate_segment(std::size_t nbytes) override {
+    // Segment sizes are multiples of 2 MiB, so also of the alignment, as aligned_alloc needs.
+    return std::aligned_alloc(kAlignment, nbytes);
+  }
+  void free_segment(void* ptr, std::size_t /*nbytes*/) override { std::free(ptr); }
+  std::uintptr_t record_event(Stream /*stream*/) override { return 0; }
+  bool event_completed(std::uintptr_t /*event*/) override { return true; }
+  void destroy_event(std::uintptr_t /*event*/) override {}
+};
+
+constexpr int kMaxDevicesPerType = 16;
+std::array<std::array<CachingAllocator*, kMaxDevicesPerType>, kNumDeviceTypes> registry{};
+
+CachingAllocator& cpu_allocator() {
+  // Never destroyed: storages held by static objects may be freed after main() returns.
+  static CachingAllocator* allocator = new CachingAllocator(std::make_unique<CpuBackend>());
+  return *allocator;
+}
+
+}  // namespace
+
+void register_allocator(Device device, CachingAllocator* allocator) {
+  GROVE_CHECK(device.index >= 0 && device.index < kMaxDevicesPerType,
+              "register_allocator: device index ", static_cast<int>(device.index),
+              " is out of range [0, ", kMaxDevicesPerType, ")");
+  registry[static_cast<int>(device.type)][device.index] = allocator;
+}
+
+CachingAllocator& allocator_for(Device device) {
+  if (device.is_cpu()) return cpu_allocator();
+  CachingAllocator* allocator = nullptr;
+  if (device.index >= 0 && device.index < kMaxDevicesPerType) {
+    allocator = registry[static_cast<int>(device.type)][device.index];
+  }
+  GROVE_CHECK(allocator != nullptr, "no allocator for device ", device,
+              ": this build of grove has no backend for it (CUDA support arrives with the CUDA "
+              "backend), or the device does not exist");
+  return *allocator;
+}
+
+}  // namespace grove

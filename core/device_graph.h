@@ -1,0 +1,88 @@
+// DeviceGraph: a captured sequence of kernels that can be replayed.
+//
+// Usage:
+//   DeviceGraph graph(kCPU);
+//   graph.begin_capture(stream);        // allocations on `stream` now go to graph.pool()
+//   ... launch kernels on `stream` ...  // recorded, not run
+//   graph.end_capture();
+//   graph.replay();                     // runs them, reading and writing the same memory
+//
+// A graph owns one use of its private pool (create a fresh one, or pass an existing PoolId to
+// share it; see Note [Private pools during capture]); the pool is released when the graph is
+// reset or destroyed. The device-specific part sits behind CaptureBackend: the CPU backend
+// records kernels into a list (Note [CPU streams simulate CUDA capture]); the CUDA backend maps
+// begin/end/replay to cudaStreamBeginCapture (thread-local mode), cudaStreamEndCapture +
+// cudaGraphInstantiate, and cudaGraphLaunch.
+//
+// Random numbers: while a graph captures, the device's default generator hands out offsets
+// relative to a cell the graph owns; each replay writes the generator's current seed and offset
+// into the cell and advances the generator, so every replay draws fresh numbers (rng.h).
+//
+// Not thread-safe; one capture per stream at a time.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "core/caching_allocator.h"
+#include "core/rng.h"
+#include "core/stream.h"
+
+namespace grove {
+
+// The captured work of one graph, ready to replay.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  virtual void replay(Stream stream) = 0;
+  virtual std::size_t num_nodes() const = 0;
+};
+
+// What a device type provides for streams and capture.
+class CaptureBackend {
+ public:
+  virtual ~CaptureBackend() = default;
+  virtual Stream new_stream(Device device) = 0;
+  virtual void synchronize(Stream stream) = 0;
+  virtual bool is_capturing(Stream stream) = 0;
+  virtual bool this_thread_is_capturing() = 0;
+  virtual void begin_capture(Stream stream) = 0;
+  virtual std::unique_ptr<CapturedWork> end_capture(Stream stream) = 0;
+};
+
+CaptureBackend& capture_backend_for(Device device);
+void register_capture_backend(DeviceType type, CaptureBackend* backend);
+
+class DeviceGraph {
+ public:
+  explicit DeviceGraph(Device device = kCPU);
+  ~DeviceGraph();
+  DeviceGraph(const DeviceGraph&) = delete;
+  DeviceGraph& operator=(const DeviceGraph&) = delete;
+
+  // Starts capturing work launched on `stream`; allocations on it go to `pool` (a new private
+  // pool if none is given).
+  void begin_capture(Stream stream, PoolId pool = {});
+  void end_capture();
+  // Runs the captured work again, on the capture stream.
+  void replay();
+  // Drops the captured work and releases the pool.
+  void reset();
+
+  Device device() const { return device_; }
+  PoolId pool() const { return pool_; }
+  bool is_capturing() const { return capturing_; }
+  bool has_work() const { return work_ != nullptr; }
+  std::size_t num_nodes() const;
+
+ private:
+  Device device_;
+  Stream stream_;
+  PoolId pool_;
+  bool capturing_ = false;
+  std::unique_ptr<CapturedWork> work_;
+  std::unique_ptr<PhiloxCell> rng_cell_;
+  std::uint64_t rng_counters_per_replay_ = 0;
+};
+
+}  // namespace grove

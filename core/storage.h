@@ -1,0 +1,97 @@
+// Storage: a block of device memory shared by tensors (views share one storage).
+//
+// Ownership: a Storage is intrusively refcounted (StoragePtr = IntrusivePtr<Storage>). When the
+// last strong handle dies its memory goes back to the allocator; the Storage object itself lives
+// on while weak references (StorageWeakRef) exist, so they can still report where it lived.
+//
+// The version counter lives here, so every view of a storage sees every in-place change: see
+// Note [Views, aliasing and version counters] in tensor_impl.h.
+//
+// Access error: set_access_error(msg) makes every later data access through any tensor on this
+// storage throw grove::Error(msg). The graph-tree manager poisons outputs this way once a later
+// replay may overwrite their memory. Not thread-safe: a storage is used by one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/data_ptr.h"
+#include "core/error.h"
+#include "core/intrusive_ptr.h"
+#include "core/stream.h"
+
+namespace grove {
+
+class Storage;
+using StoragePtr = IntrusivePtr<Storage>;
+
+class Storage final : public IntrusiveTarget {
+ public:
+  // Allocates nbytes on `device` through that device's caching allocator, on `stream`.
+  static StoragePtr allocate(std::size_t nbytes, Device device, Stream stream);
+  static StoragePtr allocate(std::size_t nbytes, Device device);  // on the current stream
+  // Wraps memory that is already there (owning it if data_ptr has a deleter).
+  static StoragePtr wrap(DataPtr data_ptr, std::size_t nbytes);
+
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return data_ptr_.device(); }
+
+  // The data pointer for reading or writing. Throws if an access error is set.
+  void* data() const {
+    if (access_error_) [[unlikely]] throw_access_error();
+    return data_ptr_.get();
+  }
+  // The pointer without the access check, for bookkeeping (allocator, weak refs, printing ids).
+  void* unchecked_data() const { return data_ptr_.get(); }
+  const DataPtr& data_ptr() const { return data_ptr_; }
+  // Replaces the data pointer without freeing the old one (the allocator re-attaches ownership
+  // of live storages this way when it restores a pool checkpoint).
+  void set_data_ptr_without_freeing(DataPtr data_ptr);
+
+  void set_access_error(std::string message);
+  bool has_access_error() const { return access_error_ != nullptr; }
+  const std::string* access_error() const { return access_error_.get(); }
+
+  // Frees the memory now and removes the deleter, so nothing is freed again when the last
+  // handle dies. Handles stay valid objects; touching their data is the caller's problem, so
+  // pair this with set_access_error.
+  void free_and_remove_deleter() { data_ptr_.free(); }
+
+  // Version counter shared by all views: bumped by every in-place change.
+  std::uint64_t version() const { return version_; }
+  void bump_version() { ++version_; }
+
+ private:
+  Storage(DataPtr data_ptr, std::size_t nbytes) : data_ptr_(std::move(data_ptr)), nbytes_(nbytes) {}
+  void release_resources() override { data_ptr_.free(); }
+  [[noreturn]] void throw_access_error() const;
+
+  DataPtr data_ptr_;
+  std::size_t nbytes_;
+  std::uint64_t version_ = 0;
+  std::unique_ptr<std::string> access_error_;
+};
+
+// A weak reference to a storage: does not keep its memory alive.
+class StorageWeakRef {
+ public:
+  StorageWeakRef() = default;
+  explicit StorageWeakRef(const StoragePtr& storage)
+      : ref_(storage), data_ptr_(storage ? storage->unchecked_data() : nullptr) {}
+
+  bool expired() const { return ref_.expired(); }
+  std::uint32_t use_count() const { return ref_.use_count(); }
+  // Where the storage's data was when this reference was made, valid even after its death.
+  void* data_ptr() const { return data_ptr_; }
+  StoragePtr lock() const { return ref_.lock(); }
+  // True if this refers to that very storage object (alive or not).
+  bool refers_to(const Storage* storage) const { return ref_.unsafe_get() == storage; }
+
+ private:
+  WeakIntrusivePtr<Storage> ref_;
+  void* data_ptr_ = nullptr;
+};
+
+}  // namespace grove

@@ -1,0 +1,100 @@
+// Streams: where kernels run, in order.
+//
+// A Stream is a small value: a device and an id (0 is the device's default stream). Each thread
+// has a current stream per device (current_stream / StreamGuard). Kernels are launched on a
+// stream:
+// - CPU: launch_cpu(stream, kernel) runs the kernel at once, unless the stream is capturing;
+//   then the kernel is recorded into the capturing DeviceGraph and not run. See
+//   Note [CPU streams simulate CUDA capture].
+// - CUDA (later): a stream is a cudaStream_t; the same capture calls map to
+//   cudaStreamBeginCapture / cudaStreamEndCapture.
+//
+// Note [CPU streams simulate CUDA capture]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// While a stream captures, work launched on it is recorded, not run, and its allocations go to
+// the capture's private pool (Note [Private pools during capture] in caching_allocator.h).
+// CUDA forbids host synchronisation and host reads of device data during capture
+// (cudaErrorStreamCaptureUnsupported); the CPU stream enforces the same rules, so code that
+// works when captured on the CPU also works when captured on a GPU. A kernel recorded on the
+// CPU must hold only raw pointers, sizes and scalars (never tensor handles): like a CUDA graph
+// node, it must not keep memory alive or look at tensor metadata when replayed. launch_cpu
+// enforces this by requiring the kernel to be trivially copyable.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <type_traits>
+
+#include "core/device.h"
+
+namespace grove {
+
+struct Stream {
+  Device device;
+  std::uint32_t id = 0;
+
+  friend bool operator==(Stream a, Stream b) { return a.device == b.device && a.id == b.id; }
+};
+std::ostream& operator<<(std::ostream& out, Stream stream);
+
+inline constexpr std::uint32_t kMaxCpuStreams = 64;
+
+Stream default_stream(Device device);
+// A stream of its own (CPU: up to kMaxCpuStreams per process, ids handed out once).
+Stream new_stream(Device device);
+// The calling thread's current stream for `device` (the default stream unless a guard is active).
+Stream current_stream(Device device);
+
+// Makes `stream` current for its device on this thread until the guard dies.
+class StreamGuard {
+ public:
+  explicit StreamGuard(Stream stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+
+ private:
+  Stream previous_;
+};
+
+// Blocks until all work on the stream is done. Throws if the stream is capturing.
+void synchronize(Stream stream);
+
+// True while `stream` is being captured into a DeviceGraph.
+bool is_capturing(Stream stream);
+// Throws, in the words CUDA uses, if the current stream of `device` (or any stream this thread
+// is capturing on) is capturing: `what` names the operation, e.g. "item()".
+void check_not_capturing(Device device, const char* what);
+
+namespace detail {
+// A kernel as recorded into a CPU graph.
+using CpuKernel = std::function<void()>;
+// Records `kernel` if `stream` is capturing and returns true; returns false otherwise.
+bool record_if_capturing(Stream stream, CpuKernel&& kernel);
+// Fast check used by launch_cpu before it builds a std::function.
+bool any_cpu_capture_active();
+}  // namespace detail
+
+// Runs `kernel` on a CPU stream now, or records it if the stream is capturing.
+template <typename Kernel>
+void launch_cpu(Stream stream, Kernel kernel) {
+  static_assert(std::is_trivially_copyable_v<Kernel>,
+                "CPU kernels may capture only raw pointers, sizes and scalars (see Note [CPU "
+                "streams simulate CUDA capture]); tensor handles or containers are not allowed");
+  if (detail::any_cpu_capture_active() &&
+      detail::record_if_capturing(stream, detail::CpuKernel(kernel))) {
+    return;
+  }
+  kernel();
+}
+
+}  // namespace grove
+
+template <>
+struct std::hash<grove::Stream> {
+  std::size_t operator()(grove::Stream stream) const noexcept {
+    return (static_cast<std::size_t>(stream.device.type) << 40) ^
+           (static_cast<std::size_t>(static_cast<std::uint8_t>(stream.device.index)) << 32) ^
+           stream.id;
+  }
+};

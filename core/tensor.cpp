@@ -1,0 +1,239 @@
+// Tensor: metadata accessors, copies, host reads and factories. Views are in tensor_views.cpp,
+// printing in tensor_print.cpp.
+#include "core/tensor.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/copy_kernel.h"
+#include "core/stream.h"
+
+namespace grove {
+
+void Tensor::throw_undefined() {
+  GROVE_CHECK(false, "this tensor is undefined (default-constructed); create it with a factory "
+              "such as empty(), zeros() or from_vector() first");
+}
+
+void Tensor::check_dtype(DType expected, const char* what) const {
+  GROVE_CHECK(dtype() == expected, what, ": expected a tensor of dtype ", expected,
+              " but this tensor has dtype ", dtype());
+}
+
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
+  const std::int64_t low = ndim == 0 ? -1 : -ndim;
+  const std::int64_t high = ndim == 0 ? 0 : ndim - 1;
+  GROVE_CHECK(dim >= low && dim <= high, op, ": dimension ", dim,
+              " is out of range for a tensor of ", ndim, " dimensions (expected a value in [",
+              low, ", ", high, "])");
+  return dim < 0 ? dim + std::max<std::int64_t>(ndim, 1) : dim;
+}
+
+std::int64_t Tensor::size(std::int64_t dim) const {
+  return sizes()[static_cast<std::size_t>(wrap_dim(dim, this->dim(), "size"))];
+}
+
+std::int64_t Tensor::stride(std::int64_t dim) const {
+  return strides()[static_cast<std::size_t>(wrap_dim(dim, this->dim(), "stride"))];
+}
+
+const Tensor& Tensor::requires_grad_(bool requires_grad) const {
+  GROVE_CHECK(!requires_grad || is_floating_point(dtype()),
+              "requires_grad_: only floating-point tensors can require gradients, but this "
+              "tensor has dtype ", dtype());
+  checked().set_requires_grad(requires_grad);
+  return *this;
+}
+
+// --- host reads ---
+
+template <typename T>
+T Tensor::item() const {
+  GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
+              sizes(), " (", numel(), " elements)");
+  check_not_capturing(device(), "item()");
+  GROVE_CHECK(device().is_cpu(), "item(): reading from ", device(), " needs its backend");
+  T result{};
+  GROVE_DISPATCH_DTYPE(dtype(), "item", [&]<typename Stored>() {
+    Stored value = *static_cast<const Stored*>(data_ptr());
+    if constexpr (std::is_same_v<T, bool>) {
+      result = value != Stored(0);
+    } else {
+      result = static_cast<T>(value);
+    }
+  });
+  return result;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  check_not_capturing(device(), "to_vector()");
+  Tensor dense = contiguous();
+  if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
+  std::vector<T> values(static_cast<std::size_t>(numel()));
+  if constexpr (std::is_same_v<T, bool>) {
+    const bool* data = dense.data<bool>();
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = data[i];
+  } else if (!values.empty()) {
+    std::memcpy(values.data(), dense.data_ptr(), values.size() * sizeof(T));
+  }
+  return values;
+}
+
+#define GROVE_INSTANTIATE_HOST_READS(T)        \
+  template T Tensor::item<T>() const;          \
+  template std::vector<T> Tensor::to_vector<T>() const;
+GROVE_INSTANTIATE_HOST_READS(float)
+GROVE_INSTANTIATE_HOST_READS(double)
+GROVE_INSTANTIATE_HOST_READS(std::int64_t)
+GROVE_INSTANTIATE_HOST_READS(std::int32_t)
+GROVE_INSTANTIATE_HOST_READS(bool)
+#undef GROVE_INSTANTIATE_HOST_READS
+
+// --- copies ---
+
+const Tensor& Tensor::copy_(const Tensor& src) const {
+  GROVE_CHECK(src.defined(), "copy_: the source tensor is undefined");
+  for (std::int64_t d = 0; d < dim(); ++d) {
+    GROVE_CHECK(strides()[d] != 0 || sizes()[d] <= 1,
+                "copy_: the destination of shape ", sizes(), " is a broadcast (expanded) view "
+                "with stride 0 in dimension ", d, ", so several of its elements share one "
+                "memory location; copy into a contiguous tensor (clone() it) instead");
+  }
+  GROVE_CHECK(src.device() == device(), "copy_: copying from ", src.device(), " to ", device(),
+              " needs the CUDA backend, which this build does not have");
+  launch_copy(*this, src.dim() == dim() && src.sizes() == sizes() ? src : src.expand(sizes()));
+  bump_version();
+  return *this;
+}
+
+const Tensor& Tensor::fill_(const Scalar& value) const {
+  launch_fill(*this, value);
+  bump_version();
+  return *this;
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor result = empty(sizes(), TensorOptions(dtype()).device(device()));
+  launch_copy(result, *this);
+  return result;
+}
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  Tensor result = empty(sizes(), TensorOptions(dtype()).device(target));
+  result.copy_(*this);
+  return result;
+}
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype()) return *this;
+  Tensor result = empty(sizes(), TensorOptions(target).device(device()));
+  launch_copy(result, *this);
+  return result;
+}
+
+Tensor Tensor::detach() const {
+  const TensorImpl& self = checked();
+  return Tensor(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), self.sizes(),
+                                                self.strides(), self.storage_offset()));
+}
+
+// --- factories ---
+
+namespace {
+
+void check_sizes(IntArrayRef sizes, const char* op) {
+  for (std::int64_t size : sizes) {
+    GROVE_CHECK(size >= 0, op, ": sizes must be non-negative, but got ", sizes);
+  }
+}
+
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions options) {
+  check_sizes(sizes, "empty");
+  const std::size_t nbytes = static_cast<std::size_t>(product(sizes)) * element_size(options.dtype());
+  StoragePtr storage = Storage::allocate(nbytes, options.device());
+  Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
+                                               contiguous_strides(sizes), 0));
+  if (options.requires_grad()) result.requires_grad_(true);
+  return result;
+}
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions options) {
+  check_sizes(sizes, "empty_strided");
+  GROVE_CHECK(sizes.size() == strides.size(), "empty_strided: got ", sizes.size(), " sizes but ",
+              strides.size(), " strides");
+  std::int64_t extent = 1;  // elements needed: 1 + sum (size - 1) * stride
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    GROVE_CHECK(strides[d] >= 0, "empty_strided: strides must be non-negative, but got ",
+                strides);
+    if (sizes[d] == 0) extent = 0;
+    if (extent != 0) extent += (sizes[d] - 1) * strides[d];
+  }
+  StoragePtr storage = Storage::allocate(
+      static_cast<std::size_t>(extent) * element_size(options.dtype()), options.device());
+  return Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
+                                               strides, 0));
+}
+
+Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+  Tensor result = empty(sizes, options.requires_grad(false));
+  result.fill_(value);
+  if (options.requires_grad()) result.requires_grad_(true);
+  return result;
+}
+
+Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
+
+Tensor empty_like(const Tensor& other) {
+  return empty(other.sizes(), TensorOptions(other.dtype()).device(other.device()));
+}
+
+Tensor zeros_like(const Tensor& other) { return empty_like(other).zero_(); }
+
+Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+  GROVE_CHECK(step != 0.0, "arange: step must be non-zero");
+  GROVE_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
+              "arange: start, end and step must be finite, but got ", start, ", ", end, ", ",
+              step);
+  GROVE_CHECK((end - start) / step >= 0.0 || start == end, "arange: with step ", step,
+              " the range [", start, ", ", end, ") is empty in the wrong direction; swap start "
+              "and end or change the sign of step");
+  const auto count = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  std::vector<double> values(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = start + step * static_cast<double>(i);
+  return from_vector(values, {}, options.device()).to(options.dtype());
+}
+
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, IntArrayRef sizes, Device device) {
+  check_not_capturing(device, "from_vector()");
+  const auto count = static_cast<std::int64_t>(values.size());
+  DimVector shape = sizes.empty() ? DimVector{count} : DimVector(sizes);
+  check_sizes(shape, "from_vector");
+  GROVE_CHECK(product(shape) == count, "from_vector: shape ", IntArrayRef(shape), " holds ",
+              product(shape), " elements, but ", count, " values were given");
+  Tensor host = empty(shape, dtype_of<T>);
+  if constexpr (std::is_same_v<T, bool>) {
+    bool* data = host.data<bool>();
+    for (std::size_t i = 0; i < values.size(); ++i) data[i] = values[i];
+  } else if (count > 0) {
+    std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
+  }
+  return host.to(device);
+}
+
+template Tensor from_vector(const std::vector<float>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<double>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<std::int64_t>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<std::int32_t>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<bool>&, IntArrayRef, Device);
+
+}  // namespace grove

@@ -1,0 +1,45 @@
+#include "core/tensor_impl.h"
+
+namespace grove {
+
+std::int64_t product(IntArrayRef sizes) {
+  std::int64_t result = 1;
+  for (std::int64_t size : sizes) result *= size;
+  return result;
+}
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= std::max<std::int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+bool is_contiguous_layout(IntArrayRef sizes, IntArrayRef strides) {
+  std::int64_t expected = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+TensorImpl::TensorImpl(StoragePtr storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       std::int64_t storage_offset)
+    : storage_(std::move(storage)),
+      sizes_(sizes),
+      strides_(strides),
+      storage_offset_(storage_offset),
+      numel_(product(sizes)),
+      dtype_(dtype),
+      is_contiguous_(is_contiguous_layout(sizes, strides)) {
+  GROVE_INTERNAL_ASSERT(storage_, "a tensor needs a storage");
+  GROVE_INTERNAL_ASSERT(sizes.size() == strides.size(), "sizes and strides differ in rank");
+}
+
+}  // namespace grove
