@@ -1,0 +1,321 @@
+// GraphNode: recording, invariant checks and replay. See graph_node.h.
+#include "graphs/graph_node.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/format.h"
+#include "graphs/pool_scope.h"
+
+namespace grove::graphs {
+namespace {
+
+// Tensors over memory the node does not own (pool memory owned by the graphs of the tree).
+Tensor non_owning_tensor(void* storage_data, std::size_t nbytes, Device device, DType dtype,
+                         IntArrayRef sizes, IntArrayRef strides, std::int64_t storage_offset) {
+  StoragePtr storage = Storage::wrap(DataPtr(storage_data, device), nbytes);
+  return Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), dtype, sizes, strides,
+                                               storage_offset));
+}
+
+// Narrows every expanded (stride-0) dim to size 1, so a copy writes each element once.
+Tensor without_expanded_dims(const Tensor& tensor, const std::vector<std::int64_t>& dims) {
+  Tensor result = tensor;
+  for (std::int64_t dim : dims) result = result.narrow(dim, 0, 1);
+  return result;
+}
+
+bool contains(const std::vector<int>& values, int value) {
+  return std::find(values.begin(), values.end(), value) != values.end();
+}
+
+std::vector<PathIndex> changed_indices(const PathLiveness& before, const PathLiveness& after) {
+  std::vector<PathIndex> changed;
+  for (std::size_t depth = 0; depth < before.size() && depth < after.size(); ++depth) {
+    for (std::size_t i = 0; i < before[depth].size() && i < after[depth].size(); ++i) {
+      if (before[depth][i] != after[depth][i]) {
+        changed.emplace_back(static_cast<int>(depth), static_cast<int>(i));
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace
+
+const char* alias_name(OutputPlan::Alias alias) {
+  switch (alias) {
+    case OutputPlan::Alias::Undefined: return "undefined";
+    case OutputPlan::Alias::Empty: return "empty";
+    case OutputPlan::Alias::NewStorage: return "new storage";
+    case OutputPlan::Alias::SameCallOutput: return "alias of an output of the same call";
+    case OutputPlan::Alias::PriorPathOutput: return "alias of an earlier graph's output";
+    case OutputPlan::Alias::StaticInput: return "alias of a static input";
+  }
+  return "?";
+}
+
+GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* parent,
+                     const TensorList& inputs, const RecordContext& context, TensorList& outputs)
+    : TreeNode(Kind::Graph, id, function, parent),
+      device_(context.device),
+      stream_(context.stream) {
+  classify_inputs(inputs);
+  if (parent != nullptr) {
+    liveness_before_ = parent->path_liveness();
+    expected_dead_before_ = changed_indices(parent->liveness_after_, liveness_before_);
+  }
+
+  TensorList recording_inputs = make_recording_inputs(inputs, context);
+  graph_ = std::make_unique<DeviceGraph>(device_);
+  {
+    StreamGuard guard(stream_);
+    graph_->begin_capture(stream_, context.pool);
+    try {
+      outputs = function->wrapped->callable(recording_inputs);
+    } catch (...) {
+      graph_->end_capture();
+      throw;
+    }
+    graph_->end_capture();
+  }
+  // The buffers stay reachable through the non-owning input_buffers_; dropping the owning
+  // handles returns their blocks to the pool, as the inputs of an eager call would die.
+  recording_inputs.clear();
+  graph_->replay();  // capture ran nothing: produce this call's outputs
+
+  plan_outputs(inputs, outputs, context);
+  liveness_after_ = path_liveness();
+  for (std::size_t depth = 0; depth < liveness_after_.size(); ++depth) {
+    for (std::size_t i = 0; i < liveness_after_[depth].size(); ++i) {
+      if (liveness_after_[depth][i]) live_after_.emplace_back(depth, i);
+    }
+  }
+  checkpoint_ = allocator_for(device_).checkpoint_pool_state(context.pool);
+}
+
+void GraphNode::classify_inputs(const TensorList& inputs) {
+  const auto& declared_static = function().wrapped->static_input_indices;
+  static_addresses_.assign(inputs.size(), nullptr);
+  input_buffers_.resize(inputs.size());
+  expanded_dims_.resize(inputs.size());
+  for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+    const Tensor& input = inputs[static_cast<std::size_t>(i)];
+    if (!input.defined()) continue;
+    if (parent() != nullptr && parent()->find_path_output(input)) {
+      managed_inputs_.push_back(i);
+    } else if (contains(declared_static, i)) {
+      static_inputs_.push_back(i);
+    } else {
+      copied_inputs_.push_back(i);
+      for (std::int64_t d = 0; d < input.dim(); ++d) {
+        if (input.stride(d) == 0 && input.size(d) > 1) {
+          expanded_dims_[static_cast<std::size_t>(i)].push_back(d);
+        }
+      }
+      continue;
+    }
+    static_addresses_[static_cast<std::size_t>(i)] = tensor_address(input);
+  }
+}
+
+TensorList GraphNode::make_recording_inputs(const TensorList& inputs,
+                                            const RecordContext& context) {
+  TensorList recording_inputs = inputs;
+  PoolAllocationScope scope(context.stream, context.pool);
+  for (int i : copied_inputs_) {
+    const auto index = static_cast<std::size_t>(i);
+    const Tensor& input = inputs[index];
+    Tensor buffer = empty_strided(input.sizes(), input.strides(),
+                                  TensorOptions(input.dtype()).device(input.device()));
+    without_expanded_dims(buffer, expanded_dims_[index])
+        .copy_(without_expanded_dims(input, expanded_dims_[index]));
+    input_buffers_[index] = non_owning_tensor(
+        buffer.storage()->unchecked_data(), buffer.storage()->nbytes(), device_, buffer.dtype(),
+        buffer.sizes(), buffer.strides(), buffer.storage_offset());
+    recording_inputs[index] = std::move(buffer);
+  }
+  return recording_inputs;
+}
+
+void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs,
+                             const RecordContext& context) {
+  // Pool segments, to tell memory this graph allocated from memory it merely returns.
+  std::vector<std::pair<std::uintptr_t, std::size_t>> pool_ranges;
+  for (const SegmentInfo& segment : allocator_for(device_).snapshot(context.pool)) {
+    pool_ranges.emplace_back(segment.address, segment.size);
+  }
+  auto in_pool = [&](const void* ptr) {
+    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+    return std::any_of(pool_ranges.begin(), pool_ranges.end(), [&](const auto& range) {
+      return address >= range.first && address < range.first + range.second;
+    });
+  };
+
+  std::unordered_map<const void*, int> first_output_with_storage;
+  output_refs_.resize(outputs.size());
+  plans_.resize(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& output = outputs[i];
+    OutputPlan& plan = plans_[i];
+    if (!output.defined()) {
+      plan.alias = OutputPlan::Alias::Undefined;
+      continue;
+    }
+    GROVE_CHECK(output.device() == device_, "recording '", function().label(), "': output ", i,
+                " is on ", output.device(), " but the graph records on ", device_);
+    plan.storage_data = output.storage()->unchecked_data();
+    plan.storage_nbytes = output.storage()->nbytes();
+    plan.sizes = output.sizes();
+    plan.strides = output.strides();
+    plan.storage_offset = output.storage_offset();
+    plan.dtype = output.dtype();
+
+    std::optional<PathIndex> prior;
+    if (parent() != nullptr) prior = parent()->find_live_path_output(output);
+    auto static_match = std::find_if(static_inputs_.begin(), static_inputs_.end(), [&](int k) {
+      return inputs[static_cast<std::size_t>(k)].storage() == output.storage();
+    });
+    auto same_call = first_output_with_storage.find(plan.storage_data);
+
+    if (plan.storage_data == nullptr) {
+      plan.alias = OutputPlan::Alias::Empty;
+    } else if (static_match != static_inputs_.end()) {
+      plan.alias = OutputPlan::Alias::StaticInput;
+      plan.index = *static_match;
+    } else if (prior) {
+      plan.alias = OutputPlan::Alias::PriorPathOutput;
+      plan.prior = *prior;
+      output_refs_[i] = StorageWeakRef(output.storage());
+    } else if (same_call != first_output_with_storage.end()) {
+      plan.alias = OutputPlan::Alias::SameCallOutput;
+      plan.index = same_call->second;
+      output_refs_[i] = StorageWeakRef(output.storage());
+    } else {
+      GROVE_CHECK(in_pool(plan.storage_data), "recording '", function().label(), "': output ", i,
+                  " (at ", format_pointer(plan.storage_data), ") was neither allocated by the "
+                  "function nor is it a static input; a replay could not keep it valid. List "
+                  "the tensor it comes from in static_input_indices, or return a clone().");
+      plan.alias = OutputPlan::Alias::NewStorage;
+      first_output_with_storage.emplace(plan.storage_data, static_cast<int>(i));
+      output_refs_[i] = StorageWeakRef(output.storage());
+    }
+  }
+}
+
+bool GraphNode::is_static_or_managed(int input_index) const {
+  return contains(static_inputs_, input_index) || contains(managed_inputs_, input_index);
+}
+
+InvariantStatus GraphNode::check_invariants(const TensorList& inputs) const {
+  for (int i : managed_inputs_) {
+    const auto index = static_cast<std::size_t>(i);
+    if (!inputs[index].defined() || tensor_address(inputs[index]) != static_addresses_[index]) {
+      return InvariantStatus::ManagedInputMoved;
+    }
+  }
+  for (const auto& [depth, i] : expected_dead_before_) {
+    if (!path()[static_cast<std::size_t>(depth)]->output_refs()[static_cast<std::size_t>(i)]
+             .expired()) {
+      return InvariantStatus::ExpectedDeadAreLive;
+    }
+  }
+  for (int i : static_inputs_) {
+    const auto index = static_cast<std::size_t>(i);
+    if (!inputs[index].defined() || tensor_address(inputs[index]) != static_addresses_[index]) {
+      return InvariantStatus::StaticInputMoved;
+    }
+  }
+  return InvariantStatus::Success;
+}
+
+std::string GraphNode::describe_mismatch(InvariantStatus status, const TensorList& inputs) const {
+  const std::vector<int>& indices =
+      status == InvariantStatus::ManagedInputMoved ? managed_inputs_ : static_inputs_;
+  if (status == InvariantStatus::ExpectedDeadAreLive) {
+    return str("outputs that were dead when graph node ", id(), " was recorded are alive now");
+  }
+  for (int i : indices) {
+    const auto index = static_cast<std::size_t>(i);
+    const void* now = inputs[index].defined() ? tensor_address(inputs[index]) : nullptr;
+    if (now != static_addresses_[index]) {
+      return str(status == InvariantStatus::ManagedInputMoved ? "graph-managed" : "static",
+                 " input ", i, " moved from ", format_pointer(static_addresses_[index]), " to ",
+                 format_pointer(now));
+    }
+  }
+  return "no mismatch";
+}
+
+bool GraphNode::all_outputs_are_dead() const {
+  for (const auto& [depth, i] : live_after_) {
+    if (!path()[static_cast<std::size_t>(depth)]->output_refs()[static_cast<std::size_t>(i)]
+             .expired()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+TensorList GraphNode::replay(const TensorList& inputs) {
+  // Inputs used in place must not be poisoned handles: data_ptr() throws their message.
+  for (int i : managed_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
+  for (int i : static_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
+  {
+    StreamGuard guard(stream_);
+    for (int i : copied_inputs_) {
+      const auto index = static_cast<std::size_t>(i);
+      if (expanded_dims_[index].empty()) {
+        input_buffers_[index].copy_(inputs[index]);
+      } else {
+        without_expanded_dims(input_buffers_[index], expanded_dims_[index])
+            .copy_(without_expanded_dims(inputs[index], expanded_dims_[index]));
+      }
+    }
+    graph_->replay();
+  }
+  return reconstruct_outputs(inputs);
+}
+
+TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
+  TensorList outputs(plans_.size());
+  for (std::size_t i = 0; i < plans_.size(); ++i) {
+    const OutputPlan& plan = plans_[i];
+    StoragePtr storage;
+    switch (plan.alias) {
+      case OutputPlan::Alias::Undefined: continue;
+      case OutputPlan::Alias::Empty:
+        storage = Storage::wrap(DataPtr(nullptr, device_), 0);
+        break;
+      case OutputPlan::Alias::StaticInput:
+        storage = inputs[static_cast<std::size_t>(plan.index)].storage();
+        break;
+      case OutputPlan::Alias::SameCallOutput:
+        storage = outputs[static_cast<std::size_t>(plan.index)].storage();
+        break;
+      case OutputPlan::Alias::PriorPathOutput: {
+        TreeNode* prior_node = path()[static_cast<std::size_t>(plan.prior.first)];
+        const auto prior_index = static_cast<std::size_t>(plan.prior.second);
+        storage = prior_node->output_refs()[prior_index].lock();
+        if (!storage) {
+          // The earlier output died since; its memory is the pool's, so hand out a new handle
+          // and track it there again.
+          storage = Storage::wrap(DataPtr(plan.storage_data, device_), plan.storage_nbytes);
+          prior_node->retrack_output(prior_index, storage);
+        }
+        break;
+      }
+      case OutputPlan::Alias::NewStorage:
+        storage = Storage::wrap(DataPtr(plan.storage_data, device_), plan.storage_nbytes);
+        break;
+    }
+    if (plan.alias != OutputPlan::Alias::StaticInput && plan.alias != OutputPlan::Alias::Empty) {
+      retrack_output(i, storage);
+    }
+    outputs[i] = Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), plan.dtype, plan.sizes,
+                                                       plan.strides, plan.storage_offset));
+  }
+  return outputs;
+}
+
+}  // namespace grove::graphs

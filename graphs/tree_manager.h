@@ -1,0 +1,157 @@
+// The graph-tree manager: runs managed functions eagerly (warm-up), records them into device
+// graphs over one shared private pool, and replays them, arranged in trees of recordings.
+//
+// How a call goes (TreeManager::run):
+//   1. The first call of a function is a warm-up: it runs eagerly, allocating in the shared
+//      pool, as a WarmupNode on the current path.
+//   2. The next call records a GraphNode: non-static inputs are copied into pool buffers, the
+//      function is captured, and the graph is replayed once to produce the outputs.
+//   3. Later calls replay a recorded child of the current node whose invariants hold. If none
+//      does, a new child is recorded (re-recording when static inputs moved), or, when the path
+//      may end, a new root.
+// A recording made while outputs of the current path are alive becomes a child of the current
+// node: the path from the root is what replays together, in order, over one pool.
+//
+// Generations (generation.h): when a new top-level invocation (or mark_step_begin) starts and no
+// forward waits for its backward, the current path ends. Its outputs still held by the user are
+// freed and poisoned: touching one throws an error naming the function and output.
+//
+// Note [Fresh output handles on every replay]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A replay writes its outputs into the same memory every time. PyTorch hands out the same
+// cached tensor on every replay, so an output kept from step k silently shows step k+1's values.
+// grove hands out new Storage/Tensor handles over that memory on each replay (no device
+// allocation, just two small host objects per output) and tracks only the newest ones; when a
+// generation ends, the handles still held are poisoned through Storage::set_access_error. An
+// old handle therefore either is dead or throws: it never shows newer values.
+//
+// Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
+// called on the thread whose manager made it. Errors a user can cause throw grove::Error;
+// fallbacks to eager are logged once per function with their reason, counted, and can be made
+// errors (TreeOptions::or_error).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/caching_allocator.h"
+#include "graphs/graph_node.h"
+#include "graphs/tree_types.h"
+
+namespace grove::graphs {
+
+class TreeManager;
+
+// What add_function returns: calling it routes the call through the manager.
+class ManagedFunction {
+ public:
+  ManagedFunction() = default;
+  TensorList operator()(TensorList inputs) const;
+  int id() const { return callable_id_; }
+
+ private:
+  friend class TreeManager;
+  ManagedFunction(TreeManager* manager, int callable_id)
+      : manager_(manager), callable_id_(callable_id) {}
+  TreeManager* manager_ = nullptr;
+  int callable_id_ = -1;
+};
+
+class TreeManager {
+ public:
+  explicit TreeManager(Device device, TreeOptions options = {});
+  ~TreeManager();
+  TreeManager(const TreeManager&) = delete;
+  TreeManager& operator=(const TreeManager&) = delete;
+
+  ManagedFunction add_function(WrappedFunction function);
+
+  // Frees every tree, graph and pool block; poisons outputs still held. The manager stays
+  // usable: the next calls warm up again.
+  void reset_trees();
+
+  Device device() const { return device_; }
+  PathState state() const { return state_; }
+  const TreeOptions& options() const { return options_; }
+  TreeOptions& options() { return options_; }
+  const TreeCounters& counters() const { return counters_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  PoolId pool() const { return pool_; }
+  Stream stream() const { return stream_; }
+  // True while a forward ran and no backward has run since.
+  bool pending_backwards() const { return pending_backwards_; }
+  bool can_start_new_generation() const;
+  // The current node's id (negative for warm-up nodes), or nullopt when the path is empty.
+  std::optional<std::int64_t> current_node_id() const;
+  std::size_t num_graph_nodes() const;
+  // The recorded trees (roots per function id) and the current node, for tests and tools.
+  const std::map<int, std::vector<std::unique_ptr<GraphNode>>>& roots() const { return roots_; }
+  const TreeNode* current_node() const { return current_; }
+
+  // The trees as indented text, and as a Graphviz DOT graph.
+  std::string dump_text() const;
+  std::string dump_dot() const;
+
+ private:
+  friend class ManagedFunction;
+  struct Callable;
+
+  TensorList run(int callable_id, TensorList inputs);
+  TensorList run_function(FunctionInfo& function, TensorList& inputs);
+  FunctionInfo& function_for(int callable_id, const TensorList& inputs);
+
+  // Lazily ends the current path where that is allowed.
+  void try_end_recording(FunctionInfo& function);
+  void try_end_warmup(FunctionInfo& function);
+  void try_end_execution();
+  bool in_new_invocation() const;
+  void end_generation();  // frees and poisons the path's live outputs, clears the path
+  void clear_path();
+
+  TensorList warm_up(FunctionInfo& function, const TensorList& inputs);
+  TensorList record(FunctionInfo& function, const TensorList& inputs);
+  TensorList execute(GraphNode& node, const TensorList& inputs);
+  TensorList run_eagerly(FunctionInfo& function, const TensorList& inputs,
+                         const std::string& reason);
+  void apply_checkpoint();  // see Note [Checkpointing a private pool]
+
+  std::string eager_reason(FunctionInfo& function, const TensorList& inputs);
+  std::string mutation_reason(const FunctionInfo& function, const TensorList& inputs) const;
+  void warn_pending_backwards(FunctionInfo& function);
+  void warn(const std::string& message);
+  void check_pool(const char* when) const;
+  std::vector<std::unique_ptr<GraphNode>>& siblings_for(int function_id);
+  std::int64_t node_key() const;
+
+  Device device_;
+  TreeOptions options_;
+  std::thread::id thread_;
+  Stream stream_;
+  PoolId pool_;
+
+  std::deque<Callable> callables_;          // stable addresses
+  std::deque<FunctionInfo> functions_;      // one per (callable, input signature)
+  std::map<int, std::vector<std::unique_ptr<GraphNode>>> roots_;
+  std::vector<std::unique_ptr<WarmupNode>> warmup_chain_;  // warm-up nodes of the current path
+  TreeNode* current_ = nullptr;
+  PathState state_ = PathState::None;
+  std::uint64_t current_generation_ = 0;
+  bool pending_backwards_ = false;
+  std::int64_t next_graph_id_ = 0;
+  std::int64_t next_warmup_id_ = -1;
+  // Per (current node key, function id): whether it mutates unmanaged inputs; re-record counts.
+  std::map<std::pair<std::int64_t, int>, std::string> mutation_hints_;
+  std::map<std::pair<std::int64_t, int>, int> rerecords_;
+
+  TreeCounters counters_;
+  std::vector<std::string> warnings_;
+};
+
+// The calling thread's manager for `device` (created on first use).
+TreeManager& tree_manager(Device device);
+
+}  // namespace grove::graphs

@@ -1,0 +1,108 @@
+#include "graphs/tree_node.h"
+
+#include <algorithm>
+
+namespace grove::graphs {
+
+std::string FunctionInfo::label() const {
+  return signature_index == 0 ? wrapped->name
+                              : wrapped->name + "#" + std::to_string(signature_index);
+}
+
+const void* tensor_address(const Tensor& tensor) {
+  return static_cast<const char*>(tensor.storage()->unchecked_data()) +
+         tensor.storage_offset() * static_cast<std::int64_t>(element_size(tensor.dtype()));
+}
+
+TreeNode::TreeNode(Kind kind, std::int64_t id, const FunctionInfo* function, TreeNode* parent)
+    : kind_(kind), id_(id), function_(function), parent_(parent) {
+  if (parent != nullptr) path_ = parent->path_;
+  path_.push_back(this);
+}
+
+std::size_t TreeNode::num_live_outputs() const {
+  return static_cast<std::size_t>(std::count_if(
+      output_refs_.begin(), output_refs_.end(),
+      [](const StorageWeakRef& ref) { return ref.data_ptr() != nullptr && !ref.expired(); }));
+}
+
+std::vector<StoragePtr> TreeNode::path_live_storages() const {
+  std::vector<StoragePtr> live;
+  for (const TreeNode* node : path_) {
+    for (const StorageWeakRef& ref : node->output_refs_) {
+      StoragePtr storage = ref.lock();
+      if (!storage) continue;
+      if (std::find(live.begin(), live.end(), storage) == live.end()) {
+        live.push_back(std::move(storage));
+      }
+    }
+  }
+  return live;
+}
+
+bool TreeNode::all_outputs_are_dead() const {
+  for (const TreeNode* node : path_) {
+    for (const StorageWeakRef& ref : node->output_refs_) {
+      if (!ref.expired()) return false;
+    }
+  }
+  return true;
+}
+
+PathLiveness TreeNode::path_liveness() const {
+  PathLiveness liveness;
+  liveness.reserve(path_.size());
+  for (const TreeNode* node : path_) {
+    std::vector<bool> outputs;
+    outputs.reserve(node->output_refs_.size());
+    for (const StorageWeakRef& ref : node->output_refs_) outputs.push_back(!ref.expired());
+    liveness.push_back(std::move(outputs));
+  }
+  return liveness;
+}
+
+std::optional<PathIndex> TreeNode::find_path_output(const Tensor& tensor) const {
+  const void* data = tensor.storage()->unchecked_data();
+  if (data == nullptr) return std::nullopt;
+  for (std::size_t depth = 0; depth < path_.size(); ++depth) {
+    const auto& refs = path_[depth]->output_refs_;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].data_ptr() == data) {
+        return PathIndex{static_cast<int>(depth), static_cast<int>(i)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<PathIndex> TreeNode::find_live_path_output(const Tensor& tensor) const {
+  const void* data = tensor.storage()->unchecked_data();
+  if (data == nullptr) return std::nullopt;
+  for (std::size_t depth = 0; depth < path_.size(); ++depth) {
+    const auto& refs = path_[depth]->output_refs_;
+    for (std::size_t i = 0; i < refs.size(); ++i) {
+      if (refs[i].data_ptr() == data && !refs[i].expired()) {
+        return PathIndex{static_cast<int>(depth), static_cast<int>(i)};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outputs) {
+  output_refs_.reserve(outputs.size());
+  for (const Tensor& output : outputs) {
+    bool made_here = output.defined() && output.storage()->unchecked_data() != nullptr;
+    for (const Tensor& input : inputs) {
+      if (made_here && input.defined() && input.storage() == output.storage()) made_here = false;
+    }
+    // Outputs of earlier nodes passed through are tracked by those nodes already.
+    if (made_here && parent() != nullptr && parent()->find_live_path_output(output)) {
+      made_here = false;
+    }
+    output_refs_.push_back(made_here ? StorageWeakRef(output.storage()) : StorageWeakRef());
+  }
+}
+
+}  // namespace grove::graphs
+
