@@ -75,6 +75,7 @@ struct CachingAllocator::Impl {
   Block* new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
                      bool small);
   void* try_allocate_segment(std::size_t segment_size);
+  [[noreturn]] void throw_out_of_memory(std::size_t requested, std::size_t segment_size);
   void free_pointer(void* ptr, bool from_deleter);
   void free_block(Block* block);
   void process_events();

@@ -158,15 +158,37 @@ CheckpointDelta CachingAllocator::set_checkpoint_pool_state(
   Pool* pool = impl.find_pool(state.pool, "set_checkpoint_pool_state");
   const auto before = allocated_layout(impl.snapshot_segments(pool));
 
-  // Every segment of the checkpoint must still belong to the pool, with the same size.
+  // Check everything before changing anything, so that a rejected call leaves the pool as it
+  // was. Every segment of the checkpoint must still belong to the pool, with the same size.
   std::map<std::uintptr_t, const SegmentInfo*> wanted;
+  std::set<void*> checkpointed_allocations;
   for (const SegmentInfo& segment : state.segments) {
     auto found = impl.segments.find(segment.address);
     GROVE_CHECK(found != impl.segments.end() && found->second->pool == pool,
                 "set_checkpoint_pool_state: the checkpoint has a segment at ",
                 format_pointer(reinterpret_cast<void*>(segment.address)), " that ", state.pool,
                 " no longer has");
+    std::size_t segment_size = 0;
+    for (const Block* block = found->second; block != nullptr; block = block->next) {
+      segment_size += block->size;
+    }
+    GROVE_CHECK(segment_size == segment.size, "set_checkpoint_pool_state: segment at ",
+                format_pointer(reinterpret_cast<void*>(segment.address)), " has ", segment_size,
+                " bytes but the checkpoint says ", segment.size);
     wanted.emplace(segment.address, &segment);
+    for (const BlockInfo& block : segment.blocks) {
+      if (block.allocated) checkpointed_allocations.insert(reinterpret_cast<void*>(block.address));
+    }
+  }
+  // Each live storage must be an allocated block of the checkpoint, and be passed once.
+  std::set<void*> kept;
+  for (Storage* storage : live_storages) {
+    void* ptr = storage->unchecked_data();
+    GROVE_CHECK(checkpointed_allocations.contains(ptr),
+                "set_checkpoint_pool_state: a live storage at ", format_pointer(ptr),
+                " is not an allocated block of the checkpointed state of ", state.pool);
+    GROVE_CHECK(kept.insert(ptr).second, "set_checkpoint_pool_state: two live storages share ",
+                "the block at ", format_pointer(ptr), "; pass each storage once");
   }
 
   // Forget the pool's current blocks: free bins, allocations and pending frees alike.
@@ -201,10 +223,7 @@ CheckpointDelta CachingAllocator::set_checkpoint_pool_state(
 
     // Rebuild it from the checkpoint (or as one free block if the checkpoint predates it).
     auto found = wanted.find(address);
-    GROVE_CHECK(found == wanted.end() || found->second->size == segment_size,
-                "set_checkpoint_pool_state: segment at ",
-                format_pointer(reinterpret_cast<void*>(address)), " has ", segment_size,
-                " bytes but the checkpoint says ", found->second->size);
+    GROVE_INTERNAL_ASSERT(found == wanted.end() || found->second->size == segment_size);
     std::vector<BlockInfo> layout;
     if (found == wanted.end()) {
       layout.push_back({address, segment_size, 0, false});
@@ -237,15 +256,10 @@ CheckpointDelta CachingAllocator::set_checkpoint_pool_state(
   }
 
   // Live storages own their blocks again; checkpointed blocks nobody holds any more are freed.
-  std::set<void*> kept;
   for (Storage* storage : live_storages) {
     void* ptr = storage->unchecked_data();
     auto found = impl.allocated_blocks.find(ptr);
-    GROVE_CHECK(found != impl.allocated_blocks.end() && found->second->pool == pool,
-                "set_checkpoint_pool_state: a live storage at ", format_pointer(ptr),
-                " is not an allocated block of the checkpointed state of ", state.pool);
-    GROVE_CHECK(kept.insert(ptr).second, "set_checkpoint_pool_state: two live storages share ",
-                "the block at ", format_pointer(ptr), "; pass each storage once");
+    GROVE_INTERNAL_ASSERT(found != impl.allocated_blocks.end() && found->second->pool == pool);
     storage->set_data_ptr_without_freeing(
         DataPtr(ptr, device_, &CachingAllocator::delete_block, this));
   }

@@ -4,6 +4,7 @@
 #include "core/caching_allocator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/allocator_impl.h"
 #include "core/format.h"
@@ -46,7 +47,11 @@ CachingAllocator::~CachingAllocator() {
 }
 
 void CachingAllocator::delete_block(void* context, void* ptr) {
-  static_cast<CachingAllocator*>(context)->impl_->free_pointer(ptr, /*from_deleter=*/true);
+  // Deleters run wherever the last handle dies, on any thread: they take the lock like every
+  // public call.
+  Impl& impl = *static_cast<CachingAllocator*>(context)->impl_;
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  impl.free_pointer(ptr, /*from_deleter=*/true);
 }
 
 DataPtr CachingAllocator::allocate(std::size_t nbytes, Stream stream) {
@@ -114,6 +119,11 @@ Pool* Impl::pool_for(Stream stream) {
 }
 
 void* Impl::allocate(std::size_t nbytes, Stream stream) {
+  // Rounding a request this close to SIZE_MAX up to a block or segment size would wrap around
+  // to a small size; no device has that much memory anyway.
+  if (nbytes > std::numeric_limits<std::size_t>::max() - CachingAllocator::kRoundLarge) {
+    throw_out_of_memory(nbytes, /*segment_size=*/0);
+  }
   if (!pending_frees.empty()) process_events();
   const std::size_t size = round_size(nbytes);
   Pool* pool = pool_for(stream);
@@ -177,19 +187,7 @@ Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream
     release_free_segments(/*private_pools_too=*/false);
     ptr = try_allocate_segment(segment_size);
   }
-  if (ptr == nullptr) {
-    ++stats.num_ooms;
-    std::string limit = memory_limit == 0 ? std::string("none")
-                                          : format_bytes(memory_limit);
-    GROVE_THROW(OutOfMemoryError, "out of memory on ", device, ": tried to allocate ",
-                format_bytes(requested), " (", requested, " bytes, needing a new segment of ",
-                format_bytes(segment_size), "); ", format_bytes(stats.allocated_bytes),
-                " allocated, ", format_bytes(stats.reserved_bytes), " reserved, of which ",
-                format_bytes(stats.private_pool_bytes),
-                " are held by private pools (graph memory); reserved limit: ", limit,
-                ". Free tensors you no longer need, release graphs you no longer replay, or "
-                "raise the limit.");
-  }
+  if (ptr == nullptr) throw_out_of_memory(requested, segment_size);
   auto* block = new Block;
   block->ptr = ptr;
   block->size = segment_size;
@@ -203,6 +201,22 @@ Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream
   stats.peak_reserved_bytes = std::max(stats.peak_reserved_bytes, stats.reserved_bytes);
   ++stats.num_segment_allocations;
   return block;
+}
+
+void Impl::throw_out_of_memory(std::size_t requested, std::size_t segment_size) {
+  ++stats.num_ooms;
+  const std::string limit = memory_limit == 0 ? std::string("none") : format_bytes(memory_limit);
+  const std::string segment = segment_size == 0
+                                  ? std::string("more than any segment can hold")
+                                  : str("needing a new segment of ", format_bytes(segment_size));
+  GROVE_THROW(OutOfMemoryError, "out of memory on ", device, ": tried to allocate ",
+              format_bytes(requested), " (", requested, " bytes, ", segment, "); ",
+              format_bytes(stats.allocated_bytes), " allocated, ",
+              format_bytes(stats.reserved_bytes), " reserved, of which ",
+              format_bytes(stats.private_pool_bytes),
+              " are held by private pools (graph memory); reserved limit: ", limit,
+              ". Free tensors you no longer need, release graphs you no longer replay, or "
+              "raise the limit.");
 }
 
 void* Impl::try_allocate_segment(std::size_t segment_size) {

@@ -3,12 +3,10 @@
 // captures). The op layer (ops/) brings every other kernel.
 #pragma once
 
+#include "core/strided_loop.h"
 #include "core/tensor.h"
 
 namespace grove {
-
-// Kernels iterate over at most this many dimensions after merging contiguous ones.
-inline constexpr int kMaxKernelDims = 12;
 
 // dst[i] = convert(src[i]) for every index i; src must already have dst's sizes (a broadcast
 // view is fine) and must not partially overlap dst.

@@ -2,6 +2,7 @@
 #include "core/device_graph.h"
 
 #include <array>
+#include <utility>
 
 #include "core/error.h"
 
@@ -44,30 +45,47 @@ void DeviceGraph::begin_capture(Stream stream, PoolId pool) {
   GROVE_CHECK(!grove::is_capturing(stream), "begin_capture: ", stream,
               " is already capturing another graph");
   CachingAllocator& allocator = allocator_for(device_);
-  if (pool_.is_private()) allocator.release_pool(pool_);  // left from an earlier capture
+  if (pool_.is_private()) allocator.release_pool(std::exchange(pool_, PoolId{}));
   if (pool.is_private()) {
     allocator.retain_pool(pool);
-    pool_ = pool;
   } else {
-    pool_ = allocator.create_pool();
+    pool = allocator.create_pool();
   }
-  stream_ = stream;
-  allocator.begin_allocate_to_pool(stream, pool_);
-  rng_cell_ = std::make_unique<PhiloxCell>();
+  // Set up the route, the generator's capture and the backend's capture in that order; if a
+  // step fails, undo the ones before it so that nothing is left half-capturing (a stream still
+  // routed to a pool, or the default generator stuck handing out cell-relative offsets).
+  auto cell = std::make_unique<PhiloxCell>();
+  Generator& generator = default_generator(device_);
   try {
-    default_generator(device_).begin_capture(rng_cell_.get());
+    allocator.begin_allocate_to_pool(stream, pool);
+    try {
+      generator.begin_capture(cell.get());
+      try {
+        capture_backend_for(device_).begin_capture(stream);
+      } catch (...) {
+        generator.end_capture();
+        throw;
+      }
+    } catch (...) {
+      allocator.end_allocate_to_pool(stream, pool);
+      throw;
+    }
   } catch (...) {
-    allocator.end_allocate_to_pool(stream, pool_);
+    allocator.release_pool(pool);
     throw;
   }
-  capture_backend_for(device_).begin_capture(stream);
+  pool_ = pool;
+  stream_ = stream;
+  rng_cell_ = std::move(cell);
   capturing_ = true;
 }
 
 void DeviceGraph::end_capture() {
   GROVE_CHECK(capturing_, "end_capture: this graph is not capturing; call begin_capture first");
-  capturing_ = false;
+  // The backend may refuse (the capture was begun on another thread); the graph then stays
+  // capturing, so that the right thread can still end it.
   work_ = capture_backend_for(device_).end_capture(stream_);
+  capturing_ = false;
   allocator_for(device_).end_allocate_to_pool(stream_, pool_);
   rng_counters_per_replay_ = default_generator(device_).end_capture();
 }

@@ -29,11 +29,24 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
   return dim < 0 ? dim + std::max<std::int64_t>(ndim, 1) : dim;
 }
 
+namespace {
+
+// wrap_dim lets dim 0 and -1 through for a 0-d tensor (ops such as squeeze accept them), but a
+// 0-d tensor has no size or stride to read.
+void check_has_dims(const Tensor& tensor, std::int64_t dim, const char* op) {
+  GROVE_CHECK(tensor.dim() > 0, op, ": dimension ", dim, " is out of range for a 0-dimensional "
+              "tensor, which has no dimensions (use numel() or item() instead)");
+}
+
+}  // namespace
+
 std::int64_t Tensor::size(std::int64_t dim) const {
+  check_has_dims(*this, dim, "size");
   return sizes()[static_cast<std::size_t>(wrap_dim(dim, this->dim(), "size"))];
 }
 
 std::int64_t Tensor::stride(std::int64_t dim) const {
+  check_has_dims(*this, dim, "stride");
   return strides()[static_cast<std::size_t>(wrap_dim(dim, this->dim(), "stride"))];
 }
 
@@ -92,14 +105,36 @@ GROVE_INSTANTIATE_HOST_READS(bool)
 
 // --- copies ---
 
+namespace {
+
+// In-place writes refuse expanded destinations: see Note [Views, aliasing and version counters].
+void check_writable(const Tensor& dst, const char* op) {
+  for (std::int64_t d = 0; d < dst.dim(); ++d) {
+    GROVE_CHECK(dst.strides()[d] != 0 || dst.sizes()[d] <= 1, op, ": the destination of shape ",
+                dst.sizes(), " is a broadcast (expanded) view with stride 0 in dimension ", d,
+                ", so several of its elements share one memory location; write into a "
+                "contiguous tensor (clone() it) instead");
+  }
+}
+
+// True if `from` broadcasts to `to`: aligned from the right, each size is equal or 1.
+bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t leading = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[leading + i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 const Tensor& Tensor::copy_(const Tensor& src) const {
   GROVE_CHECK(src.defined(), "copy_: the source tensor is undefined");
-  for (std::int64_t d = 0; d < dim(); ++d) {
-    GROVE_CHECK(strides()[d] != 0 || sizes()[d] <= 1,
-                "copy_: the destination of shape ", sizes(), " is a broadcast (expanded) view "
-                "with stride 0 in dimension ", d, ", so several of its elements share one "
-                "memory location; copy into a contiguous tensor (clone() it) instead");
-  }
+  check_writable(*this, "copy_");
+  GROVE_CHECK(broadcasts_to(src.sizes(), sizes()), "copy_: a source of shape ", src.sizes(),
+              " cannot be broadcast to the destination's shape ", sizes(),
+              " (aligned from the right, each source size must equal the destination's or be 1)");
   GROVE_CHECK(src.device() == device(), "copy_: copying from ", src.device(), " to ", device(),
               " needs the CUDA backend, which this build does not have");
   launch_copy(*this, src.dim() == dim() && src.sizes() == sizes() ? src : src.expand(sizes()));
@@ -108,6 +143,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 }
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
+  check_writable(*this, "fill_");
   launch_fill(*this, value);
   bump_version();
   return *this;
@@ -151,6 +187,15 @@ void check_sizes(IntArrayRef sizes, const char* op) {
   }
 }
 
+// full(), with `op` naming the factory the user called in error messages.
+Tensor filled(IntArrayRef sizes, const Scalar& value, TensorOptions options, const char* op) {
+  check_sizes(sizes, op);
+  Tensor result = empty(sizes, options.requires_grad(false));
+  result.fill_(value);
+  if (options.requires_grad()) result.requires_grad_(true);
+  return result;
+}
+
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
@@ -176,19 +221,22 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
   }
   StoragePtr storage = Storage::allocate(
       static_cast<std::size_t>(extent) * element_size(options.dtype()), options.device());
-  return Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
+  Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
                                                strides, 0));
-}
-
-Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
-  Tensor result = empty(sizes, options.requires_grad(false));
-  result.fill_(value);
   if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
 
-Tensor zeros(IntArrayRef sizes, TensorOptions options) { return full(sizes, 0, options); }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return full(sizes, 1, options); }
+Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
+  // Without an explicit dtype the fill value decides: float32, int64 or bool.
+  if (!options.has_dtype()) options = options.dtype(value.default_dtype());
+  return filled(sizes, value, options, "full");
+}
+
+Tensor zeros(IntArrayRef sizes, TensorOptions options) {
+  return filled(sizes, 0, options, "zeros");  // float32 unless options say otherwise
+}
+Tensor ones(IntArrayRef sizes, TensorOptions options) { return filled(sizes, 1, options, "ones"); }
 
 Tensor empty_like(const Tensor& other) {
   return empty(other.sizes(), TensorOptions(other.dtype()).device(other.device()));

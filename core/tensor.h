@@ -23,32 +23,39 @@
 
 namespace grove {
 
-// What a factory makes: dtype, device and whether autograd tracks it.
+// What a factory makes: dtype, device and whether autograd tracks it. A dtype that was never
+// set reads as float32, except for full(), which then takes the dtype of its fill value
+// (full({2}, 3) is int64, as in PyTorch).
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(DType dtype) : dtype_(dtype) {}     // NOLINT: implicit on purpose
-  TensorOptions(Device device) : device_(device) {}  // NOLINT
+  TensorOptions(DType dtype) : dtype_(dtype), has_dtype_(true) {}  // NOLINT: implicit on purpose
+  TensorOptions(Device device) : device_(device) {}                 // NOLINT
 
   DType dtype() const { return dtype_; }
+  bool has_dtype() const { return has_dtype_; }
   Device device() const { return device_; }
   bool requires_grad() const { return requires_grad_; }
-  TensorOptions dtype(DType dtype) const { return with([&](TensorOptions& o) { o.dtype_ = dtype; }); }
+  TensorOptions dtype(DType dtype) const {
+    TensorOptions copy = *this;
+    copy.dtype_ = dtype;
+    copy.has_dtype_ = true;
+    return copy;
+  }
   TensorOptions device(Device device) const {
-    return with([&](TensorOptions& o) { o.device_ = device; });
+    TensorOptions copy = *this;
+    copy.device_ = device;
+    return copy;
   }
   TensorOptions requires_grad(bool flag) const {
-    return with([&](TensorOptions& o) { o.requires_grad_ = flag; });
+    TensorOptions copy = *this;
+    copy.requires_grad_ = flag;
+    return copy;
   }
 
  private:
-  template <typename Change>
-  TensorOptions with(Change change) const {
-    TensorOptions copy = *this;
-    change(copy);
-    return copy;
-  }
   DType dtype_ = DType::Float32;
+  bool has_dtype_ = false;
   Device device_ = kCPU;
   bool requires_grad_ = false;
 };

@@ -18,24 +18,33 @@ namespace {
 constexpr std::int64_t kSummariseAbove = 1000;  // elements
 constexpr std::int64_t kEdgeItems = 3;          // shown at each end of a summarised dim
 
-std::string format_value(double value, DType dtype) {
+// The elements in row-major order. Integer and bool tensors are read as int64 (not double), so
+// that values beyond 2^53 print exactly; floating-point tensors as double.
+struct Values {
+  std::vector<double> floating;
+  std::vector<std::int64_t> integral;
+};
+
+std::string format_value(const Values& values, std::size_t index, DType dtype) {
   char text[40];
   switch (dtype) {
-    case DType::Bool: return value != 0.0 ? "True" : "False";
+    case DType::Bool: return values.integral[index] != 0 ? "True" : "False";
     case DType::Int64:
     case DType::Int32:
-      std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(value));
+      std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(values.integral[index]));
       return text;
-    default:
+    default: {
+      const double value = values.floating[index];
       if (std::isnan(value)) return "nan";
       if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
       std::snprintf(text, sizeof(text), "%.4f", value);
       return text;
+    }
   }
 }
 
 struct Printer {
-  const std::vector<double>& values;
+  const Values& values;
   IntArrayRef sizes;
   DType dtype;
   bool summarise;
@@ -44,7 +53,7 @@ struct Printer {
   // Prints the sub-tensor at `dim` starting at flat index `base`; `indent` columns deep.
   void print(std::size_t dim, std::int64_t base, int indent) {
     if (dim == sizes.size()) {
-      out << format_value(values[static_cast<std::size_t>(base)], dtype);
+      out << format_value(values, static_cast<std::size_t>(base), dtype);
       return;
     }
     std::int64_t inner = 1;
@@ -76,7 +85,12 @@ struct Printer {
 
 std::ostream& operator<<(std::ostream& out, const Tensor& tensor) {
   if (!tensor.defined()) return out << "tensor(undefined)";
-  const std::vector<double> values = tensor.to_vector<double>();  // host read, checked
+  Values values;  // host reads, checked
+  if (is_floating_point(tensor.dtype())) {
+    values.floating = tensor.to_vector<double>();
+  } else {
+    values.integral = tensor.to_vector<std::int64_t>();
+  }
   const bool summarise = tensor.numel() > kSummariseAbove;
   constexpr int kPrefix = 7;  // "tensor("
   out << "tensor(";

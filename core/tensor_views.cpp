@@ -147,7 +147,7 @@ Tensor Tensor::slice(std::int64_t dim_in, std::int64_t start, std::int64_t end,
   end = std::max(clamp_index(end), start);
   DimVector sizes(this->sizes());
   DimVector strides(this->strides());
-  sizes[d] = (end - start + step - 1) / step;
+  sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for huge steps
   strides[d] *= step;
   return make_view(*this, sizes, strides, storage_offset() + start * this->strides()[d]);
 }
@@ -156,10 +156,13 @@ Tensor Tensor::narrow(std::int64_t dim_in, std::int64_t start, std::int64_t leng
   GROVE_CHECK(dim() > 0, "narrow: cannot narrow a 0-dimensional tensor");
   const std::int64_t d = wrap_dim(dim_in, dim(), "narrow");
   const std::int64_t size = sizes()[d];
-  if (start < 0) start += size;
-  GROVE_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow: range [", start,
-              ", ", start + length, ") is out of bounds for dimension ", d, " of size ", size);
-  return slice(d, start, start + length);
+  GROVE_CHECK(length >= 0, "narrow: length must be non-negative, but got ", length);
+  const std::int64_t first = start < 0 ? start + size : start;
+  // Written as length <= size - first so that a huge length cannot overflow.
+  GROVE_CHECK(first >= 0 && first <= size && length <= size - first, "narrow: start ", start,
+              " with length ", length, " is out of bounds for dimension ", d, " of size ", size,
+              " (expected -", size, " <= start <= ", size, " and start + length <= ", size, ")");
+  return slice(d, first, first + length);
 }
 
 Tensor Tensor::select(std::int64_t dim_in, std::int64_t index) const {
@@ -193,6 +196,8 @@ Tensor Tensor::expand(IntArrayRef new_sizes) const {
     }
     const std::int64_t have = this->sizes()[i - leading];
     const std::int64_t stride = this->strides()[i - leading];
+    GROVE_CHECK(wanted >= -1, "expand: sizes must be non-negative (or -1 to keep a size), but "
+                "got ", new_sizes);
     if (wanted == -1 || wanted == have) {
       sizes[i] = have;
       strides[i] = stride;
@@ -233,7 +238,13 @@ Tensor Tensor::squeeze(std::int64_t dim_in) const {
 }
 
 Tensor Tensor::unsqueeze(std::int64_t dim_in) const {
-  const std::int64_t d = wrap_dim(dim_in, dim() + 1, "unsqueeze");
+  // The new dim may go at any of dim() + 1 positions; say so in terms of this tensor's rank
+  // (wrap_dim's message would name a tensor of dim() + 1 dimensions).
+  const std::int64_t positions = dim() + 1;
+  GROVE_CHECK(dim_in >= -positions && dim_in < positions, "unsqueeze: dimension ", dim_in,
+              " is out of range for inserting a dimension into a tensor of ", dim(),
+              " dimensions (expected a value in [", -positions, ", ", positions - 1, "])");
+  const std::int64_t d = dim_in < 0 ? dim_in + positions : dim_in;
   DimVector sizes(this->sizes());
   DimVector strides(this->strides());
   const std::int64_t stride =
