@@ -1,0 +1,228 @@
+// CPU kernels for elementwise ops. Each builds a StridedLoop over (output, inputs...) with
+// broadcast inputs read through stride-0 dims, then runs a plain loop per innermost run; dense
+// runs of floating-point unary math go through Eigen's vectorised array functions.
+#include "ops/cpu/elementwise.h"
+
+#include <Eigen/Core>
+#include <cmath>
+
+#include "core/strided_loop.h"
+#include "ops/broadcast.h"
+
+namespace grove::ops::cpu {
+namespace {
+
+template <typename T>
+T*  typed(const Tensor& tensor) { return static_cast<T*>(tensor.data_ptr()); }
+
+const char* name_of(const OpCall& call) { return op_name(call.kind).data(); }
+
+// out = fn(a, b) with a, b broadcast to out (b may be the call's scalar).
+template <typename T, typename R, typename Fn>
+void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
+  const Tensor& a = call.input(0);
+  const DimVector a_strides = broadcast_strides(a, out.sizes());
+  const T* x = typed<const T>(a);
+  R* o = typed<R>(out);
+  const Stream stream = current_stream(out.device());
+  if (call.attributes.has_scalar) {
+    const T value = call.attributes.scalar.to<T>();
+    const IntArrayRef strides[2] = {out.strides(), a_strides};
+    const StridedLoop<2> loop = make_loop<2>(out.sizes(), strides, name_of(call));
+    launch_cpu(stream, [=] {
+      const std::int64_t sx = loop.strides[1][loop.ndim - 1];
+      for_each_run<2>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+        R* out_run = o + offset[0];
+        const T* x_run = x + offset[1];
+        for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx], value);
+      });
+    });
+    return;
+  }
+  const Tensor& b = call.input(1);
+  const DimVector b_strides = broadcast_strides(b, out.sizes());
+  const T* y = typed<const T>(b);
+  const IntArrayRef strides[3] = {out.strides(), a_strides, b_strides};
+  const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, name_of(call));
+  launch_cpu(stream, [=] {
+    const std::int64_t sx = loop.strides[1][loop.ndim - 1];
+    const std::int64_t sy = loop.strides[2][loop.ndim - 1];
+    for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      R* out_run = o + offset[0];
+      const T* x_run = x + offset[1];
+      const T* y_run = y + offset[2];
+      if (sx == 1 && sy == 1) {  // the common dense case: let the compiler vectorise
+        for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j], y_run[j]);
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx], y_run[j * sy]);
+      }
+    });
+  });
+}
+
+template <typename T>
+void binary_typed(const OpCall& call, const Tensor& out) {
+  switch (call.kind) {
+    case OpKind::Add: return run_binary<T, T>(call, out, [](T a, T b) { return T(a + b); });
+    case OpKind::Sub: return run_binary<T, T>(call, out, [](T a, T b) { return T(a - b); });
+    case OpKind::Mul: return run_binary<T, T>(call, out, [](T a, T b) { return T(a * b); });
+    case OpKind::Div: return run_binary<T, T>(call, out, [](T a, T b) { return T(a / b); });
+    // NaN propagates, as in PyTorch.
+    case OpKind::Maximum:
+      return run_binary<T, T>(call, out, [](T a, T b) { return a != a ? a : (a > b || b != b ? (b != b ? b : a) : b); });
+    case OpKind::Minimum:
+      return run_binary<T, T>(call, out, [](T a, T b) { return a != a ? a : (a < b || b != b ? (b != b ? b : a) : b); });
+    case OpKind::Eq: return run_binary<T, bool>(call, out, [](T a, T b) { return a == b; });
+    case OpKind::Ne: return run_binary<T, bool>(call, out, [](T a, T b) { return a != b; });
+    case OpKind::Lt: return run_binary<T, bool>(call, out, [](T a, T b) { return a < b; });
+    case OpKind::Le: return run_binary<T, bool>(call, out, [](T a, T b) { return a <= b; });
+    case OpKind::Gt: return run_binary<T, bool>(call, out, [](T a, T b) { return a > b; });
+    case OpKind::Ge: return run_binary<T, bool>(call, out, [](T a, T b) { return a >= b; });
+    default: GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " is not a binary op");
+  }
+}
+
+template <typename T>
+void unary_run(const OpCall& call, const Tensor& out) {
+  const Tensor& input = call.input(0);
+  const DimVector input_strides = broadcast_strides(input, out.sizes());
+  const IntArrayRef strides[2] = {out.strides(), input_strides};
+  const StridedLoop<2> loop = make_loop<2>(out.sizes(), strides, name_of(call));
+  const T* x = typed<const T>(input);
+  T* o = typed<T>(out);
+  const OpKind kind = call.kind;
+  const double real0 = call.attributes.reals[0];
+  const double real1 = call.attributes.reals[1];
+  const bool flag = call.attributes.flag;
+  launch_cpu(current_stream(out.device()), [=] {
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    const std::int64_t sx = loop.strides[1][loop.ndim - 1];
+    for_each_run<2>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      T* out_run = o + offset[0];
+      const T* x_run = x + offset[1];
+      if constexpr (std::is_floating_point_v<T>) {
+        if (sx == 1) {  // dense: Eigen's vectorised functions
+          Eigen::Map<const Array> in(x_run, n);
+          Eigen::Map<Array> result(out_run, n);
+          switch (kind) {
+            case OpKind::Exp: result = in.exp(); return;
+            case OpKind::Log: result = in.log(); return;
+            case OpKind::Sqrt: result = in.sqrt(); return;
+            case OpKind::Rsqrt: result = in.rsqrt(); return;
+            case OpKind::Tanh: result = in.tanh(); return;
+            case OpKind::Sigmoid: result = in.logistic(); return;
+            default: break;  // the scalar loop below
+          }
+        }
+      }
+      auto apply = [&](auto fn) {
+        for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx]);
+      };
+      switch (kind) {
+        case OpKind::Neg: return apply([](T v) { return T(-v); });
+        case OpKind::Abs: return apply([](T v) { return v < T(0) ? T(-v) : v; });
+        case OpKind::Relu: return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
+        case OpKind::Clamp:
+          return apply([&](T v) {
+            if (v != v) return v;  // NaN stays NaN
+            const double clamped = std::min(std::max(static_cast<double>(v), real0), real1);
+            return static_cast<T>(clamped);
+          });
+        default: break;
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        switch (kind) {
+          case OpKind::Exp: return apply([](T v) { return std::exp(v); });
+          case OpKind::Log: return apply([](T v) { return std::log(v); });
+          case OpKind::Sqrt: return apply([](T v) { return std::sqrt(v); });
+          case OpKind::Rsqrt: return apply([](T v) { return T(1) / std::sqrt(v); });
+          case OpKind::Tanh: return apply([](T v) { return std::tanh(v); });
+          case OpKind::Sigmoid: return apply([](T v) { return T(1) / (T(1) + std::exp(-v)); });
+          case OpKind::Pow:
+            return apply([&](T v) { return static_cast<T>(std::pow(v, static_cast<T>(real0))); });
+          case OpKind::Gelu:
+            if (flag) {
+              return apply([](T v) {
+                const T inner = T(0.7978845608028654) * (v + T(0.044715) * v * v * v);
+                return T(0.5) * v * (T(1) + std::tanh(inner));
+              });
+            }
+            return apply([](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.7071067811865476))); });
+          default: break;
+        }
+      }
+      // infer() lets only valid (kind, dtype) pairs through.
+    });
+  });
+}
+
+}  // namespace
+
+void binary(const OpCall& call, const OpOutputs& outputs) {
+  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "binary", [&]<typename T>() {
+    if constexpr (std::is_same_v<T, bool>) {
+      // Only comparisons reach here with bool operands.
+      binary_typed<bool>(call, outputs[0]);
+    } else {
+      binary_typed<T>(call, outputs[0]);
+    }
+  });
+}
+
+void unary(const OpCall& call, const OpOutputs& outputs) {
+  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "unary", [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) unary_run<T>(call, outputs[0]);
+  });
+}
+
+void where(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const DimVector condition_strides = broadcast_strides(call.input(0), out.sizes());
+  const DimVector a_strides = broadcast_strides(call.input(1), out.sizes());
+  const DimVector b_strides = broadcast_strides(call.input(2), out.sizes());
+  const IntArrayRef strides[4] = {out.strides(), condition_strides, a_strides, b_strides};
+  const StridedLoop<4> loop = make_loop<4>(out.sizes(), strides, "where");
+  const bool* condition = typed<const bool>(call.input(0));
+  GROVE_DISPATCH_DTYPE(out.dtype(), "where", [&]<typename T>() {
+    const T* a = typed<const T>(call.input(1));
+    const T* b = typed<const T>(call.input(2));
+    T* o = typed<T>(out);
+    launch_cpu(current_stream(out.device()), [=] {
+      const int last = loop.ndim - 1;
+      for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          o[offset[0] + j * loop.strides[0][last]] =
+              condition[offset[1] + j * loop.strides[1][last]]
+                  ? a[offset[2] + j * loop.strides[2][last]]
+                  : b[offset[3] + j * loop.strides[3][last]];
+        }
+      });
+    });
+  });
+}
+
+void masked_fill(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const DimVector x_strides = broadcast_strides(call.input(0), out.sizes());
+  const DimVector mask_strides = broadcast_strides(call.input(1), out.sizes());
+  const IntArrayRef strides[3] = {out.strides(), x_strides, mask_strides};
+  const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, "masked_fill");
+  const bool* mask = typed<const bool>(call.input(1));
+  GROVE_DISPATCH_DTYPE(out.dtype(), "masked_fill", [&]<typename T>() {
+    const T* x = typed<const T>(call.input(0));
+    T* o = typed<T>(out);
+    const T value = call.attributes.scalar.to<T>();
+    launch_cpu(current_stream(out.device()), [=] {
+      const int last = loop.ndim - 1;
+      for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          o[offset[0] + j * loop.strides[0][last]] =
+              mask[offset[2] + j * loop.strides[2][last]] ? value
+                                                          : x[offset[1] + j * loop.strides[1][last]];
+        }
+      });
+    });
+  });
+}
+
+}  // namespace grove::ops::cpu

@@ -1,0 +1,107 @@
+// dispatch(): the common checks, output allocation, kernel launch and observers of every op.
+#include "ops/dispatch.h"
+
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+#include <vector>
+
+namespace grove::ops {
+namespace {
+
+std::vector<OpObserver*>& observers() {
+  static auto* list = new std::vector<OpObserver*>();
+  return *list;
+}
+std::atomic<int> observer_count{0};
+
+constexpr std::string_view kOpNames[] = {
+#define GROVE_OP_NAME(kind, name) name,
+    GROVE_OPS(GROVE_OP_NAME)
+#undef GROVE_OP_NAME
+};
+
+}  // namespace
+
+std::string_view op_name(OpKind kind) {
+  const auto index = static_cast<std::size_t>(kind);
+  return index < std::size(kOpNames) ? kOpNames[index] : "unknown op";
+}
+
+std::ostream& operator<<(std::ostream& out, OpKind kind) { return out << op_name(kind); }
+
+std::string describe_inputs(const OpCall& call) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    const Tensor& input = call.inputs[i];
+    if (i > 0) out << ", ";
+    if (!input.defined()) {
+      out << "undefined";
+    } else {
+      out << input.dtype() << input.sizes();
+      if (!input.device().is_cpu()) out << " on " << input.device();
+    }
+  }
+  if (call.attributes.has_scalar) out << (call.inputs.empty() ? "" : ", ") << "scalar "
+                                      << call.attributes.scalar;
+  return out.str();
+}
+
+void add_op_observer(OpObserver* observer) {
+  GROVE_CHECK(observer != nullptr, "add_op_observer: the observer is null");
+  observers().push_back(observer);
+  observer_count.store(static_cast<int>(observers().size()), std::memory_order_release);
+}
+
+void remove_op_observer(OpObserver* observer) {
+  auto& list = observers();
+  auto found = std::find(list.begin(), list.end(), observer);
+  GROVE_CHECK(found != list.end(), "remove_op_observer: that observer is not registered");
+  list.erase(found);
+  observer_count.store(static_cast<int>(list.size()), std::memory_order_release);
+}
+
+OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
+                   const OpAttributes& attributes) {
+  const OpCall call{entry.kind, inputs, attributes};
+  // 1. What every op needs.
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    GROVE_OP_CHECK(call, inputs[i].defined(), "input ", i, " is undefined");
+    GROVE_OP_CHECK(call, inputs[i].device() == inputs[0].device(),
+                   "expected all inputs on one device, but input 0 is on ", inputs[0].device(),
+                   " and input ", i, " is on ", inputs[i].device());
+  }
+  // 2. The op's own rules and its outputs.
+  OutputSpecs specs;
+  if (!inputs.empty()) specs.device = inputs[0].device();
+  entry.infer(call, specs);
+  // 3. Outputs.
+  OpOutputs outputs;
+  if (specs.in_place) {
+    const Tensor& target = inputs[0];
+    for (std::int64_t d = 0; d < target.dim(); ++d) {
+      GROVE_OP_CHECK(call, target.strides()[d] != 0 || target.sizes()[d] <= 1,
+                     "cannot write in place into a broadcast (expanded) view: dimension ", d,
+                     " has stride 0; clone() it first");
+    }
+    outputs.push_back(target);
+  } else {
+    for (int i = 0; i < specs.count; ++i) {
+      const OutputSpecs::Spec& spec = specs.specs[static_cast<std::size_t>(i)];
+      outputs.push_back(empty(spec.sizes, TensorOptions(spec.dtype).device(specs.device)));
+    }
+  }
+  // 4. The kernel.
+  const KernelFn kernel = specs.device.is_cpu() ? entry.cpu : entry.cuda;
+  GROVE_OP_CHECK(call, kernel != nullptr, "there is no kernel for ", specs.device,
+                 " in this build");
+  kernel(call, outputs);
+  if (specs.in_place) inputs[0].bump_version();
+  // 5. Observers (autograd, tracing).
+  if (observer_count.load(std::memory_order_acquire) > 0) [[unlikely]] {
+    for (OpObserver* observer : observers()) observer->on_op(call, outputs);
+  }
+  return outputs;
+}
+
+}  // namespace grove::ops

@@ -1,0 +1,137 @@
+// The dispatch point: the one function every op goes through.
+//
+// An op's user function (ops::add, ops::matmul, ...) builds an OpCall (kind, inputs, attributes)
+// and calls dispatch() with the op's OpEntry. dispatch():
+//   1. checks what every op needs: inputs defined and on one device;
+//   2. runs the entry's `infer`, which checks the op's own rules (dtypes, shapes, ranges) and
+//      says what the outputs are; its errors name the op, the input shapes and dtypes;
+//   3. allocates the outputs through the caching allocator (or, for in-place ops, returns
+//      input 0 and bumps its version);
+//   4. launches the device's kernel on the current stream (recorded while it captures);
+//   5. tells every OpObserver about the call. This is where autograd records its graph and
+//      where tracing records ops: see Note [Op observers].
+// Kernels for a device that has none yet fail with a clear error, never a crash.
+//
+// Note [Op observers]
+// ~~~~~~~~~~~~~~~~~~~
+// Autograd and tracing see every op through one interface instead of calls sprinkled over the
+// ops: an OpObserver registered with add_op_observer() gets on_op(call, outputs) after each
+// kernel launch, on the calling thread, in registration order. It may attach data to the
+// outputs (autograd's grad_fn) but must not change their values. Registering and removing
+// observers is not synchronised with running ops: do it while no other thread dispatches.
+// With no observer registered the cost is one relaxed atomic load per op.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <span>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "ops/op_kind.h"
+
+namespace grove::ops {
+
+// The non-tensor arguments of a call, in one copyable form (autograd and tracing keep them).
+// Each op documents which fields it uses, next to its OpEntry.
+struct OpAttributes {
+  DimVector ints;                   // dims, sizes, kernel sizes, strides, paddings, indices
+  std::array<double, 4> reals{};    // eps, probabilities, clamp bounds, exponents
+  Scalar scalar;                    // scalar operand (add(x, 2)) or fill value
+  bool has_scalar = false;          // binary op whose right operand is `scalar`
+  bool flag = false;                // keepdim, training, approximate, ...
+  DType dtype = DType::Float32;     // output dtype for factories
+  Generator* generator = nullptr;   // random ops; null: the device's default generator
+};
+
+struct OpCall {
+  OpKind kind;
+  std::span<const Tensor> inputs;
+  const OpAttributes& attributes;
+
+  const Tensor& input(std::size_t i) const { return inputs[i]; }
+};
+
+// What `infer` decides: up to kMaxOutputs outputs with sizes and dtypes, or "in place".
+struct OutputSpecs {
+  static constexpr int kMaxOutputs = 3;
+  struct Spec {
+    DimVector sizes;
+    DType dtype = DType::Float32;
+  };
+  std::array<Spec, kMaxOutputs> specs;
+  int count = 0;
+  bool in_place = false;  // the op writes input 0 and returns it
+  Device device = kCPU;   // where outputs go (factories have no inputs to take it from)
+
+  void add(IntArrayRef sizes, DType dtype) {
+    specs[static_cast<std::size_t>(count)].sizes = sizes;
+    specs[static_cast<std::size_t>(count)].dtype = dtype;
+    ++count;
+  }
+};
+
+// The results of one call: up to three tensors, without a heap allocation.
+class OpOutputs {
+ public:
+  Tensor& operator[](std::size_t i) { return tensors_[i]; }
+  const Tensor& operator[](std::size_t i) const { return tensors_[i]; }
+  std::size_t size() const { return count_; }
+  std::span<const Tensor> span() const { return {tensors_.data(), count_}; }
+  void push_back(Tensor tensor) { tensors_[count_++] = std::move(tensor); }
+
+ private:
+  std::array<Tensor, OutputSpecs::kMaxOutputs> tensors_;
+  std::size_t count_ = 0;
+};
+
+using InferFn = void (*)(const OpCall& call, OutputSpecs& outputs);
+using KernelFn = void (*)(const OpCall& call, const OpOutputs& outputs);
+
+struct OpEntry {
+  OpKind kind;
+  InferFn infer;
+  KernelFn cpu;   // ops/cpu/
+  KernelFn cuda;  // ops/cuda/ (null until the CUDA backend has it)
+};
+
+OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
+                   const OpAttributes& attributes);
+inline OpOutputs dispatch(const OpEntry& entry, std::initializer_list<Tensor> inputs,
+                          const OpAttributes& attributes = {}) {
+  return dispatch(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes);
+}
+
+// "float32[2, 3], int64[5]": the inputs of a call, for error messages.
+std::string describe_inputs(const OpCall& call);
+
+// See Note [Op observers].
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  virtual void on_op(const OpCall& call, const OpOutputs& outputs) = 0;
+};
+void add_op_observer(OpObserver* observer);
+void remove_op_observer(OpObserver* observer);
+
+// Registers an observer for the guard's lifetime.
+class OpObserverGuard {
+ public:
+  explicit OpObserverGuard(OpObserver* observer) : observer_(observer) {
+    add_op_observer(observer);
+  }
+  ~OpObserverGuard() { remove_op_observer(observer_); }
+  OpObserverGuard(const OpObserverGuard&) = delete;
+  OpObserverGuard& operator=(const OpObserverGuard&) = delete;
+
+ private:
+  OpObserver* observer_;
+};
+
+}  // namespace grove::ops
+
+// Checks an op's own rule inside `infer`; the error names the op and describes its inputs:
+//   GROVE_OP_CHECK(call, a.dim() == 2, "expected a 2-d input, but got ", a.dim(), " dims");
+#define GROVE_OP_CHECK(call, cond, ...)                                                   \
+  GROVE_CHECK(cond, ::grove::ops::op_name((call).kind), ": ", __VA_ARGS__, " (inputs: ",   \
+              ::grove::ops::describe_inputs(call), ")")

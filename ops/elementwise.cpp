@@ -1,0 +1,200 @@
+// Elementwise ops: argument checks, output shapes and the user functions. Kernels are in
+// ops/cpu/elementwise.cpp (one kernel per shape of op: binary, where, masked_fill, unary).
+#include "ops/elementwise.h"
+
+#include <cmath>
+
+#include "ops/broadcast.h"
+#include "ops/cpu/elementwise.h"
+#include "ops/dispatch.h"
+
+namespace grove::ops {
+namespace {
+
+bool is_arithmetic(DType dtype) { return dtype != DType::Bool; }
+
+// A scalar operand must fit the tensor's dtype without losing its meaning.
+void check_scalar(const OpCall& call, DType dtype) {
+  const Scalar& scalar = call.attributes.scalar;
+  GROVE_OP_CHECK(call, is_floating_point(dtype) || !scalar.is_floating_point(),
+                 "a floating-point scalar (", scalar, ") cannot be combined with a ", dtype,
+                 " tensor without truncating it; convert the tensor with to(float32) first");
+}
+
+void check_same_dtype(const OpCall& call, const Tensor& a, const Tensor& b) {
+  GROVE_OP_CHECK(call, a.dtype() == b.dtype(), "expected operands of one dtype, but got ",
+                 a.dtype(), " and ", b.dtype(), "; convert one with to(dtype)");
+}
+
+// Output shape of a binary op: broadcast of the operands (or the tensor's, with a scalar).
+DimVector binary_shape(const OpCall& call) {
+  const Tensor& a = call.input(0);
+  if (call.attributes.has_scalar) {
+    check_scalar(call, a.dtype());
+    return DimVector(a.sizes());
+  }
+  check_same_dtype(call, a, call.input(1));
+  return broadcast_shapes(call, a.sizes(), call.input(1).sizes());
+}
+
+void infer_arithmetic(const OpCall& call, OutputSpecs& outputs) {
+  const DType dtype = call.input(0).dtype();
+  DimVector shape = binary_shape(call);
+  GROVE_OP_CHECK(call, is_arithmetic(dtype), "arithmetic on ", dtype, " tensors is not supported");
+  if (call.kind == OpKind::Div) {
+    GROVE_OP_CHECK(call, is_floating_point(dtype), "expected floating-point operands, but got ",
+                   dtype, " (integer division is not defined here; convert with to(float32))");
+  }
+  outputs.add(shape, dtype);
+}
+
+void infer_comparison(const OpCall& call, OutputSpecs& outputs) {
+  outputs.add(binary_shape(call), DType::Bool);
+}
+
+void infer_where(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& condition = call.input(0);
+  GROVE_OP_CHECK(call, condition.dtype() == DType::Bool, "expected a bool condition, but got ",
+                 condition.dtype(), "; make one with a comparison such as gt(x, 0)");
+  check_same_dtype(call, call.input(1), call.input(2));
+  DimVector shape = broadcast_shapes(call, call.input(1).sizes(), call.input(2).sizes());
+  outputs.add(broadcast_shapes(call, condition.sizes(), shape), call.input(1).dtype());
+}
+
+void infer_masked_fill(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  const Tensor& mask = call.input(1);
+  GROVE_OP_CHECK(call, mask.dtype() == DType::Bool, "expected a bool mask, but got ", mask.dtype());
+  check_scalar(call, x.dtype());
+  GROVE_OP_CHECK(call, broadcast_shapes(call, x.sizes(), mask.sizes()) == x.sizes(), "the mask ",
+                 mask.sizes(), " must broadcast to the input's shape ", x.sizes());
+  outputs.add(x.sizes(), x.dtype());
+}
+
+void infer_clamp(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  const double low = call.attributes.reals[0];
+  const double high = call.attributes.reals[1];
+  GROVE_OP_CHECK(call, is_arithmetic(x.dtype()), "expected a numeric tensor, but got ", x.dtype());
+  GROVE_OP_CHECK(call, !(low > high), "the lower bound ", low, " is above the upper bound ", high);
+  GROVE_OP_CHECK(call, !std::isnan(low) && !std::isnan(high), "bounds must not be NaN");
+  outputs.add(x.sizes(), x.dtype());
+}
+
+void infer_unary_floating(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point tensor, but got ",
+                 x.dtype(), "; convert it with to(float32)");
+  outputs.add(x.sizes(), x.dtype());
+}
+
+void infer_unary_numeric(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  GROVE_OP_CHECK(call, is_arithmetic(x.dtype()), "expected a numeric tensor, but got ", x.dtype());
+  outputs.add(x.sizes(), x.dtype());
+}
+
+#define GROVE_ENTRY(kind, infer, kernel) \
+  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
+GROVE_ENTRY(Add, infer_arithmetic, binary)
+GROVE_ENTRY(Sub, infer_arithmetic, binary)
+GROVE_ENTRY(Mul, infer_arithmetic, binary)
+GROVE_ENTRY(Div, infer_arithmetic, binary)
+GROVE_ENTRY(Maximum, infer_arithmetic, binary)
+GROVE_ENTRY(Minimum, infer_arithmetic, binary)
+GROVE_ENTRY(Eq, infer_comparison, binary)
+GROVE_ENTRY(Ne, infer_comparison, binary)
+GROVE_ENTRY(Lt, infer_comparison, binary)
+GROVE_ENTRY(Le, infer_comparison, binary)
+GROVE_ENTRY(Gt, infer_comparison, binary)
+GROVE_ENTRY(Ge, infer_comparison, binary)
+GROVE_ENTRY(Where, infer_where, where)
+GROVE_ENTRY(MaskedFill, infer_masked_fill, masked_fill)
+GROVE_ENTRY(Clamp, infer_clamp, unary)      // reals[0], reals[1]: bounds
+GROVE_ENTRY(Neg, infer_unary_numeric, unary)
+GROVE_ENTRY(Exp, infer_unary_floating, unary)
+GROVE_ENTRY(Log, infer_unary_floating, unary)
+GROVE_ENTRY(Sqrt, infer_unary_floating, unary)
+GROVE_ENTRY(Rsqrt, infer_unary_floating, unary)
+GROVE_ENTRY(Pow, infer_unary_floating, unary)  // reals[0]: exponent
+GROVE_ENTRY(Abs, infer_unary_numeric, unary)
+GROVE_ENTRY(Tanh, infer_unary_floating, unary)
+GROVE_ENTRY(Sigmoid, infer_unary_floating, unary)
+GROVE_ENTRY(Relu, infer_unary_numeric, unary)
+GROVE_ENTRY(Gelu, infer_unary_floating, unary)  // flag: tanh approximation
+#undef GROVE_ENTRY
+
+Tensor binary(const OpEntry& entry, const Tensor& a, const Tensor& b) {
+  return dispatch(entry, {a, b})[0];
+}
+
+Tensor binary(const OpEntry& entry, const Tensor& a, const Scalar& b) {
+  OpAttributes attributes;
+  attributes.scalar = b;
+  attributes.has_scalar = true;
+  return dispatch(entry, {a}, attributes)[0];
+}
+
+Tensor unary(const OpEntry& entry, const Tensor& x, double real = 0.0, bool flag = false) {
+  OpAttributes attributes;
+  attributes.reals[0] = real;
+  attributes.flag = flag;
+  return dispatch(entry, {x}, attributes)[0];
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(kAdd, a, b); }
+Tensor add(const Tensor& a, const Scalar& b) { return binary(kAdd, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(kSub, a, b); }
+Tensor sub(const Tensor& a, const Scalar& b) { return binary(kSub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(kMul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary(kMul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(kDiv, a, b); }
+Tensor div(const Tensor& a, const Scalar& b) { return binary(kDiv, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(kMaximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(kMinimum, a, b); }
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(kEq, a, b); }
+Tensor eq(const Tensor& a, const Scalar& b) { return binary(kEq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(kNe, a, b); }
+Tensor ne(const Tensor& a, const Scalar& b) { return binary(kNe, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(kLt, a, b); }
+Tensor lt(const Tensor& a, const Scalar& b) { return binary(kLt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(kLe, a, b); }
+Tensor le(const Tensor& a, const Scalar& b) { return binary(kLe, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(kGt, a, b); }
+Tensor gt(const Tensor& a, const Scalar& b) { return binary(kGt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(kGe, a, b); }
+Tensor ge(const Tensor& a, const Scalar& b) { return binary(kGe, a, b); }
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  return dispatch(kWhere, {condition, a, b})[0];
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
+  OpAttributes attributes;
+  attributes.scalar = value;
+  return dispatch(kMaskedFill, {x, mask}, attributes)[0];
+}
+
+Tensor clamp(const Tensor& x, double low, double high) {
+  OpAttributes attributes;
+  attributes.reals[0] = low;
+  attributes.reals[1] = high;
+  return dispatch(kClamp, {x}, attributes)[0];
+}
+
+Tensor neg(const Tensor& x) { return unary(kNeg, x); }
+Tensor exp(const Tensor& x) { return unary(kExp, x); }
+Tensor log(const Tensor& x) { return unary(kLog, x); }
+Tensor sqrt(const Tensor& x) { return unary(kSqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(kRsqrt, x); }
+Tensor pow(const Tensor& x, double exponent) { return unary(kPow, x, exponent); }
+Tensor abs(const Tensor& x) { return unary(kAbs, x); }
+Tensor tanh(const Tensor& x) { return unary(kTanh, x); }
+Tensor sigmoid(const Tensor& x) { return unary(kSigmoid, x); }
+Tensor relu(const Tensor& x) { return unary(kRelu, x); }
+Tensor gelu(const Tensor& x, bool approximate) { return unary(kGelu, x, 0.0, approximate); }
+
+}  // namespace grove::ops

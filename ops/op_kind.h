@@ -1,0 +1,66 @@
+// OpKind: every op grove has, in one list. The list is the table of contents of ops/: each entry
+// names the op as users spell it, and the family file that declares, checks and runs it.
+//
+// Recipe for adding an op (see also dispatch.h):
+//   1. add it to GROVE_OPS below, in its family;
+//   2. declare the user function in ops/<family>.h and write it in ops/<family>.cpp: build the
+//      OpAttributes, call dispatch() with the family's OpEntry for the op;
+//   3. write its argument check and output shapes (the entry's `infer`) in ops/<family>.cpp, its
+//      CPU kernel in ops/cpu/<family>.cpp (and, with the CUDA backend, ops/cuda/<family>.cu);
+//   4. add the OpEntry to the family's entry list (ops/<family>.cpp);
+//   5. its derivative rule in autograd/ (autograd issue);
+//   6. a test entry in tests/ops/<family>_test.cpp against a naive double reference, and a
+//      benchmark in bench/ if it is hot.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string_view>
+
+namespace grove::ops {
+
+// X(Kind, "name")
+#define GROVE_OPS(X)                                                                        \
+  /* elementwise.h: binary arithmetic with broadcasting (tensor or scalar right operand) */ \
+  X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Maximum, "maximum")             \
+  X(Minimum, "minimum")                                                                     \
+  /* elementwise.h: comparisons (bool results) and selection */                            \
+  X(Eq, "eq") X(Ne, "ne") X(Lt, "lt") X(Le, "le") X(Gt, "gt") X(Ge, "ge")                   \
+  X(Where, "where") X(MaskedFill, "masked_fill") X(Clamp, "clamp")                          \
+  /* elementwise.h: unary */                                                                \
+  X(Neg, "neg") X(Exp, "exp") X(Log, "log") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")               \
+  X(Pow, "pow") X(Abs, "abs") X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Relu, "relu")         \
+  X(Gelu, "gelu")                                                                           \
+  /* inplace.h: in-place updates for optimizers and initialisers */                         \
+  X(AddInplace, "add_") X(MulInplace, "mul_") X(Addcmul, "addcmul_")                        \
+  X(Addcdiv, "addcdiv_") X(Lerp, "lerp_") X(Fill, "fill_") X(Copy, "copy_")                \
+  X(Uniform, "uniform_") X(Normal, "normal_")                                               \
+  /* reduce.h */                                                                            \
+  X(Sum, "sum") X(Mean, "mean") X(Max, "max") X(Argmax, "argmax") X(Var, "var")             \
+  /* linalg.h */                                                                            \
+  X(Matmul, "matmul") X(Linear, "linear") X(Bmm, "bmm")                                     \
+  /* softmax.h */                                                                           \
+  X(Softmax, "softmax") X(LogSoftmax, "log_softmax") X(CrossEntropy, "cross_entropy")       \
+  X(NllLoss, "nll_loss")                                                                    \
+  /* layer_norm.h, embedding.h */                                                           \
+  X(LayerNorm, "layer_norm") X(Embedding, "embedding")                                      \
+  /* conv.h, pool.h */                                                                      \
+  X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")                 \
+  /* shape.h: shape ops that copy */                                                        \
+  X(Cat, "cat") X(Tril, "tril") X(Triu, "triu") X(OneHot, "one_hot")                        \
+  /* random.h */                                                                            \
+  X(Rand, "rand") X(Randn, "randn") X(Randint, "randint") X(Dropout, "dropout")
+
+enum class OpKind : std::uint16_t {
+#define GROVE_OP_ENUM(kind, name) kind,
+  GROVE_OPS(GROVE_OP_ENUM)
+#undef GROVE_OP_ENUM
+      Count
+};
+
+inline constexpr int kNumOps = static_cast<int>(OpKind::Count);
+
+std::string_view op_name(OpKind kind);
+std::ostream& operator<<(std::ostream& out, OpKind kind);
+
+}  // namespace grove::ops

@@ -1,0 +1,259 @@
+// Elementwise ops against naive double references: every unary and binary op on float32 and
+// float64, contiguous, non-contiguous, broadcast, size-1 and size-0 shapes; scalar forms;
+// comparisons, where, masked_fill, clamp; and the error paths.
+#include "ops/elementwise.h"
+
+#include "op_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::broadcast_index;
+using testing::element;
+using testing::elements;
+using testing::error_of;
+using testing::expect_close;
+using testing::non_contiguous;
+using testing::random_tensor;
+using testing::relative_tolerance;
+using ::testing::HasSubstr;
+
+// --- unary ---
+
+struct UnaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&);
+  double (*reference)(double);
+  double low, high;  // input range (inside the function's domain)
+};
+
+double reference_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double reference_gelu_tanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+const UnaryCase kUnaryCases[] = {
+    {"neg", neg, [](double x) { return -x; }, -3, 3},
+    {"exp", exp, [](double x) { return std::exp(x); }, -3, 3},
+    {"log", log, [](double x) { return std::log(x); }, 0.1, 5},
+    {"sqrt", sqrt, [](double x) { return std::sqrt(x); }, 0.01, 5},
+    {"rsqrt", rsqrt, [](double x) { return 1.0 / std::sqrt(x); }, 0.1, 5},
+    {"abs", abs, [](double x) { return std::abs(x); }, -3, 3},
+    {"tanh", tanh, [](double x) { return std::tanh(x); }, -3, 3},
+    {"sigmoid", sigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }, -6, 6},
+    {"relu", relu, [](double x) { return x > 0 ? x : 0.0; }, -3, 3},
+    {"gelu", [](const Tensor& x) { return gelu(x); }, reference_gelu, -4, 4},
+    {"gelu_tanh", [](const Tensor& x) { return gelu(x, true); }, reference_gelu_tanh, -4, 4},
+    {"pow_3", [](const Tensor& x) { return pow(x, 3.0); }, [](double x) { return x * x * x; }, -2, 2},
+    {"pow_half", [](const Tensor& x) { return pow(x, 0.5); }, [](double x) { return std::sqrt(x); }, 0.1, 4},
+    {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 1.0); },
+     [](double x) { return std::min(std::max(x, -0.5), 1.0); }, -3, 3},
+};
+
+class UnaryTest : public ::testing::TestWithParam<std::tuple<UnaryCase, DType>> {};
+
+void check_unary(const UnaryCase& c, const Tensor& input, const std::string& layout) {
+  Tensor output = c.op(input);
+  EXPECT_EQ(output.sizes(), input.sizes()) << layout;
+  EXPECT_EQ(output.dtype(), input.dtype()) << layout;
+  std::vector<double> expected;
+  for (double x : elements(input)) expected.push_back(c.reference(x));
+  // Values are computed from the input as stored (already rounded to the dtype).
+  expect_close(output, expected, relative_tolerance(input.dtype()), 1e-7, str(c.name, " ", layout));
+}
+
+TEST_P(UnaryTest, MatchesReferenceInEveryLayout) {
+  const auto& [c, dtype] = GetParam();
+  Tensor base = random_tensor({3, 4, 5}, dtype, c.low, c.high, 7);
+  check_unary(c, base, "contiguous");
+  check_unary(c, non_contiguous(base), "non-contiguous");
+  check_unary(c, base.transpose(0, 2), "transposed");
+  check_unary(c, random_tensor({1, 5}, dtype, c.low, c.high).expand({4, 5}), "expanded");
+  check_unary(c, random_tensor({}, dtype, c.low, c.high), "0-d");
+  check_unary(c, random_tensor({2, 0, 3}, dtype, c.low, c.high), "size-0");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, UnaryTest,
+                         ::testing::Combine(::testing::ValuesIn(kUnaryCases),
+                                            ::testing::Values(DType::Float32, DType::Float64)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param)));
+                         });
+
+TEST(Unary, IntegerFormsOfNegAbsReluClamp) {
+  Tensor x = from_vector(std::vector<std::int64_t>{-3, -1, 0, 2, 5});
+  EXPECT_EQ(neg(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 0, -2, -5}));
+  EXPECT_EQ(abs(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 0, 2, 5}));
+  EXPECT_EQ(relu(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 0, 2, 5}));
+  EXPECT_EQ(clamp(x, -1, 2).to_vector<std::int64_t>(), (std::vector<std::int64_t>{-1, -1, 0, 2, 2}));
+}
+
+TEST(Unary, MathOnIntegersIsAClearError) {
+  Tensor x = from_vector(std::vector<std::int64_t>{1, 2});
+  const std::string message = error_of([&] { exp(x); });
+  EXPECT_THAT(message, HasSubstr("exp: expected a floating-point tensor, but got int64"));
+  EXPECT_THAT(message, HasSubstr("(inputs: int64[2])"));
+}
+
+TEST(Unary, NanPropagatesThroughReluAndClamp) {
+  Tensor x = from_vector(std::vector<float>{NAN, -1.0f});
+  EXPECT_TRUE(std::isnan(relu(x).to_vector<float>()[0]));
+  EXPECT_TRUE(std::isnan(clamp(x, 0, 1).to_vector<float>()[0]));
+}
+
+// --- binary ---
+
+struct BinaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&);
+  Tensor (*scalar_op)(const Tensor&, const Scalar&);  // null if there is no scalar form
+  double (*reference)(double, double);
+  bool comparison;
+};
+
+const BinaryCase kBinaryCases[] = {
+    {"add", add, add, [](double a, double b) { return a + b; }, false},
+    {"sub", sub, sub, [](double a, double b) { return a - b; }, false},
+    {"mul", mul, mul, [](double a, double b) { return a * b; }, false},
+    {"div", div, div, [](double a, double b) { return a / b; }, false},
+    {"maximum", maximum, nullptr, [](double a, double b) { return std::max(a, b); }, false},
+    {"minimum", minimum, nullptr, [](double a, double b) { return std::min(a, b); }, false},
+    {"eq", eq, eq, [](double a, double b) { return a == b ? 1.0 : 0.0; }, true},
+    {"ne", ne, ne, [](double a, double b) { return a != b ? 1.0 : 0.0; }, true},
+    {"lt", lt, lt, [](double a, double b) { return a < b ? 1.0 : 0.0; }, true},
+    {"le", le, le, [](double a, double b) { return a <= b ? 1.0 : 0.0; }, true},
+    {"gt", gt, gt, [](double a, double b) { return a > b ? 1.0 : 0.0; }, true},
+    {"ge", ge, ge, [](double a, double b) { return a >= b ? 1.0 : 0.0; }, true},
+};
+
+class BinaryTest : public ::testing::TestWithParam<std::tuple<BinaryCase, DType>> {};
+
+void check_binary(const BinaryCase& c, const Tensor& a, const Tensor& b, const std::string& layout) {
+  Tensor output = c.op(a, b);
+  EXPECT_EQ(output.dtype(), c.comparison ? DType::Bool : a.dtype()) << layout;
+  std::vector<double> expected(static_cast<std::size_t>(output.numel()));
+  for (std::int64_t i = 0; i < output.numel(); ++i) {
+    expected[static_cast<std::size_t>(i)] =
+        c.reference(element(a, broadcast_index(a.sizes(), output.sizes(), i)),
+                    element(b, broadcast_index(b.sizes(), output.sizes(), i)));
+  }
+  expect_close(output, expected, relative_tolerance(a.dtype()), 1e-7, str(c.name, " ", layout));
+}
+
+TEST_P(BinaryTest, MatchesReferenceWithBroadcastingAndLayouts) {
+  const auto& [c, dtype] = GetParam();
+  // Comparisons need ties: draw from a few integers.
+  auto input = [&](IntArrayRef sizes, unsigned seed) {
+    Tensor t = random_tensor(sizes, DType::Float64, 0.5, 3.0, seed);
+    if (c.comparison) t = t.to(DType::Int64).to(DType::Float64);
+    return t.to(dtype);
+  };
+  Tensor a = input({4, 5}, 1);
+  check_binary(c, a, input({4, 5}, 2), "same shape");
+  check_binary(c, non_contiguous(a), input({4, 5}, 3).t().contiguous().t().contiguous(), "non-contiguous");
+  check_binary(c, a.t(), input({5, 4}, 4), "transposed");
+  check_binary(c, a, input({5}, 5), "row broadcast");
+  check_binary(c, input({4, 1}, 6), input({1, 5}, 7), "outer broadcast");
+  check_binary(c, input({2, 1, 3}, 8), input({4, 1}, 9), "rank broadcast");
+  check_binary(c, input({}, 10), a, "0-d with 2-d");
+  check_binary(c, input({0, 5}, 11), input({1, 5}, 12), "size-0");
+}
+
+TEST_P(BinaryTest, ScalarFormMatchesReference) {
+  const auto& [c, dtype] = GetParam();
+  if (c.scalar_op == nullptr) GTEST_SKIP() << c.name << " has no scalar form";
+  Tensor a = random_tensor({3, 4}, DType::Float64, 0.5, 3.0).to(DType::Int64).to(dtype);
+  Tensor output = c.scalar_op(a, 2.0);
+  std::vector<double> expected;
+  for (double x : elements(a)) expected.push_back(c.reference(x, 2.0));
+  expect_close(output, expected, relative_tolerance(dtype), 0.0, c.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, BinaryTest,
+                         ::testing::Combine(::testing::ValuesIn(kBinaryCases),
+                                            ::testing::Values(DType::Float32, DType::Float64)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  std::string(dtype_name(std::get<1>(info.param)));
+                         });
+
+TEST(Binary, IntegerArithmeticAndOperators) {
+  Tensor a = from_vector(std::vector<std::int64_t>{1, 2, 3});
+  Tensor b = from_vector(std::vector<std::int64_t>{10, 20, 30});
+  EXPECT_EQ((a + b).to_vector<std::int64_t>(), (std::vector<std::int64_t>{11, 22, 33}));
+  EXPECT_EQ((b - a * 2).to_vector<std::int64_t>(), (std::vector<std::int64_t>{8, 16, 24}));
+  EXPECT_EQ((-a).to_vector<std::int64_t>(), (std::vector<std::int64_t>{-1, -2, -3}));
+  EXPECT_EQ(maximum(a, from_vector(std::vector<std::int64_t>{2, 2, 2})).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{2, 2, 3}));
+}
+
+TEST(Binary, MaximumPropagatesNan) {
+  Tensor a = from_vector(std::vector<float>{NAN, 1.0f, 2.0f});
+  Tensor b = from_vector(std::vector<float>{0.0f, NAN, 1.0f});
+  const std::vector<float> result = maximum(a, b).to_vector<float>();
+  EXPECT_TRUE(std::isnan(result[0]));
+  EXPECT_TRUE(std::isnan(result[1]));
+  EXPECT_EQ(result[2], 2.0f);
+}
+
+TEST(Binary, ShapesThatCannotBroadcastNameOpShapesAndDtypes) {
+  const std::string message = error_of([] { add(zeros({2, 3}), zeros({4})); });
+  EXPECT_THAT(message, HasSubstr("add: shapes [2, 3] and [4] cannot be broadcast together"));
+  EXPECT_THAT(message, HasSubstr("(inputs: float32[2, 3], float32[4])"));
+}
+
+TEST(Binary, DtypeMismatchIsAnError) {
+  const std::string message = error_of([] { mul(zeros({2}), zeros({2}, DType::Float64)); });
+  EXPECT_THAT(message, HasSubstr("mul: expected operands of one dtype, but got float32 and float64"));
+}
+
+TEST(Binary, IntegerDivisionAndFloatScalarsOnIntegersAreErrors) {
+  Tensor a = from_vector(std::vector<std::int64_t>{4, 6});
+  EXPECT_THAT(error_of([&] { div(a, a); }), HasSubstr("div: expected floating-point operands"));
+  EXPECT_THAT(error_of([&] { add(a, 0.5); }), HasSubstr("floating-point scalar (0.5)"));
+  EXPECT_THAT(error_of([&] { add(zeros({2}, DType::Bool), zeros({2}, DType::Bool)); }),
+              HasSubstr("arithmetic on bool tensors is not supported"));
+}
+
+TEST(Binary, UndefinedInputIsAnError) {
+  EXPECT_THAT(error_of([] { add(zeros({2}), Tensor()); }), HasSubstr("add: input 1 is undefined"));
+}
+
+// --- where, masked_fill ---
+
+TEST(Where, SelectsWithBroadcasting) {
+  Tensor condition = gt(random_tensor({4, 1}, DType::Float64, -1, 1, 3), 0.0);
+  Tensor a = random_tensor({4, 5}, DType::Float64, -1, 1, 4);
+  Tensor b = random_tensor({5}, DType::Float64, -1, 1, 5);
+  Tensor output = where(condition, non_contiguous(a), b);
+  std::vector<double> expected;
+  for (std::int64_t i = 0; i < 20; ++i) {
+    expected.push_back(element(condition, i / 5) != 0.0 ? element(a, i) : element(b, i % 5));
+  }
+  expect_close(output, expected, 0.0);
+  EXPECT_THAT(error_of([&] { where(a, a, b); }), HasSubstr("where: expected a bool condition"));
+}
+
+TEST(MaskedFill, FillsWhereTheMaskIsTrue) {
+  Tensor x = random_tensor({3, 4}, DType::Float32, -1, 1, 6);
+  Tensor mask = gt(random_tensor({4}, DType::Float32, -1, 1, 7), 0.0);
+  Tensor output = masked_fill(x, mask, -1e9);
+  std::vector<double> expected;
+  for (std::int64_t i = 0; i < 12; ++i) {
+    expected.push_back(element(mask, i % 4) != 0.0 ? static_cast<double>(-1e9f) : element(x, i));
+  }
+  expect_close(output, expected, 0.0);
+  EXPECT_THAT(error_of([&] { masked_fill(x, zeros({3, 4}), 0); }),
+              HasSubstr("masked_fill: expected a bool mask, but got float32"));
+  EXPECT_THAT(error_of([&] { masked_fill(x, gt(zeros({5, 3, 4}), 0.0), 0); }),
+              HasSubstr("must broadcast to the input's shape [3, 4]"));
+}
+
+TEST(Clamp, RejectsInvertedBounds) {
+  EXPECT_THAT(error_of([] { clamp(zeros({2}), 2, 1); }),
+              HasSubstr("clamp: the lower bound 2 is above the upper bound 1"));
+}
+
+}  // namespace
+}  // namespace grove::ops
