@@ -19,8 +19,8 @@ void visit_nodes(const Children& nodes, int depth, Visit visit) {
 }
 
 std::string describe(const TreeNode& node) {
-  return str("'", node.function().label(), "', ", node.output_refs().size(), " outputs, ",
-             node.num_live_outputs(), " live");
+  return str("function ", node.function().id, " '", node.function().label(), "', ",
+             node.output_refs().size(), " outputs, ", node.num_live_outputs(), " live");
 }
 
 }  // namespace
@@ -58,8 +58,8 @@ std::string TreeManager::dump_dot() const {
   std::ostringstream out;
   out << "digraph graph_trees {\n  node [shape=box, fontname=monospace];\n";
   visit_nodes(roots_, 0, [&](const GraphNode& node, int) {
-    out << "  n" << node.id() << " [label=\"node " << node.id() << "\\n"
-        << node.function().label() << "\\n" << node.output_refs().size() << " outputs, "
+    out << "  n" << node.id() << " [label=\"node " << node.id() << "\\nfunction "
+        << node.function().id << " " << node.function().label() << "\\n" << node.output_refs().size() << " outputs, "
         << node.num_live_outputs() << " live\"" << (&node == current_ ? ", style=bold" : "")
         << "];\n";
     if (node.parent() != nullptr) out << "  n" << node.parent()->id() << " -> n" << node.id() << ";\n";

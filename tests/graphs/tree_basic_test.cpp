@@ -131,6 +131,28 @@ TEST(TreeBasic, OutputAliasesAreRebuiltOnReplay) {
   });
 }
 
+TEST(TreeBasic, DumpsShowNodesFunctionsOutputsAndThePath) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction a = manager.add_function(doubler("a"));
+    ManagedFunction b = manager.add_function(doubler("b"));
+    TensorList kept;
+    for (int step = 0; step < 3; ++step) {
+      mark_step_begin();
+      TensorList y = a({filled(2, 1.0f)});
+      kept = b({y[0]});
+    }
+    const std::string text = manager.dump_text();
+    EXPECT_THAT(text, HasSubstr("state execution, 2 graph nodes"));
+    EXPECT_THAT(text, HasSubstr("* graph node 0: function 0 'a', 1 outputs, 0 live"));
+    EXPECT_THAT(text, HasSubstr("* graph node 1: function 1 'b', 1 outputs, 1 live"));
+    EXPECT_THAT(text, HasSubstr("current node: 1"));
+    const std::string dot = manager.dump_dot();
+    EXPECT_THAT(dot, HasSubstr("digraph graph_trees {"));
+    EXPECT_THAT(dot, HasSubstr("n0 -> n1;"));
+    EXPECT_THAT(dot, HasSubstr("style=bold"));  // the current node
+  });
+}
+
 TEST(TreeBasic, NestedManagedCallsRunAsPartOfTheOuterFunction) {
   with_manager([](TreeManager& manager) {
     ManagedFunction inner = manager.add_function(doubler("inner"));

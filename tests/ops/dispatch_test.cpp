@@ -1,0 +1,125 @@
+// The dispatch point: op observers (the hook for autograd and tracing), the common checks, and
+// ops captured on the CPU stream replaying like eager.
+#include "ops/dispatch.h"
+
+#include "core/device_graph.h"
+#include "ops/elementwise.h"
+#include "op_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::error_of;
+using testing::random_tensor;
+using ::testing::HasSubstr;
+
+// Remembers what it saw.
+class RecordingObserver final : public OpObserver {
+ public:
+  struct Seen {
+    OpKind kind;
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;
+    bool has_scalar;
+  };
+  void on_op(const OpCall& call, const OpOutputs& outputs) override {
+    seen.push_back({call.kind, {call.inputs.begin(), call.inputs.end()},
+                    {outputs.span().begin(), outputs.span().end()}, call.attributes.has_scalar});
+  }
+  std::vector<Seen> seen;
+};
+
+TEST(Dispatch, ObserversSeeEveryOpWithInputsAndOutputsInOrder) {
+  Tensor a = random_tensor({2, 3});
+  Tensor b = random_tensor({3});
+  RecordingObserver observer;
+  Tensor c, d;
+  {
+    OpObserverGuard guard(&observer);
+    c = add(a, b);
+    d = exp(c * 2.0);
+  }
+  Tensor e = neg(d);  // after the guard: not seen
+  ASSERT_EQ(observer.seen.size(), 3u);
+  EXPECT_EQ(observer.seen[0].kind, OpKind::Add);
+  EXPECT_TRUE(observer.seen[0].inputs[0].is_alias_of(a));
+  EXPECT_TRUE(observer.seen[0].inputs[1].is_alias_of(b));
+  EXPECT_TRUE(observer.seen[0].outputs[0].is_alias_of(c));
+  EXPECT_EQ(observer.seen[1].kind, OpKind::Mul);
+  EXPECT_TRUE(observer.seen[1].has_scalar);
+  EXPECT_EQ(observer.seen[2].kind, OpKind::Exp);
+  EXPECT_TRUE(observer.seen[2].outputs[0].is_alias_of(d));
+}
+
+TEST(Dispatch, SeveralObserversRunInRegistrationOrder) {
+  std::vector<int> order;
+  struct Tagger final : OpObserver {
+    Tagger(std::vector<int>& order, int tag) : order(order), tag(tag) {}
+    void on_op(const OpCall&, const OpOutputs&) override { order.push_back(tag); }
+    std::vector<int>& order;
+    int tag;
+  };
+  Tagger first(order, 1), second(order, 2);
+  OpObserverGuard guard_first(&first);
+  OpObserverGuard guard_second(&second);
+  relu(zeros({1}));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(Dispatch, RemovingAnUnknownObserverIsAnError) {
+  RecordingObserver observer;
+  EXPECT_THAT(error_of([&] { remove_op_observer(&observer); }), HasSubstr("not registered"));
+}
+
+void infer_same_as_input(const OpCall& call, OutputSpecs& outputs) {
+  outputs.add(call.input(0).sizes(), call.input(0).dtype());
+}
+
+TEST(Dispatch, AnOpWithoutAKernelForTheDeviceIsAClearError) {
+  const OpEntry no_kernel{OpKind::Relu, infer_same_as_input, nullptr, nullptr};
+  EXPECT_THAT(error_of([&] { dispatch(no_kernel, {zeros({2})}); }),
+              HasSubstr("relu: there is no kernel for cpu in this build (inputs: float32[2])"));
+}
+
+TEST(Dispatch, DescribeInputsNamesDtypesShapesAndScalars) {
+  const Tensor inputs[] = {zeros({2, 3}), zeros({}, DType::Int64)};
+  OpAttributes attributes;
+  attributes.has_scalar = true;
+  attributes.scalar = 2.5;
+  const OpCall call{OpKind::Add, inputs, attributes};
+  EXPECT_EQ(describe_inputs(call), "float32[2, 3], int64[], scalar 2.5");
+}
+
+TEST(Dispatch, OpNamesFollowTheTable) {
+  EXPECT_EQ(op_name(OpKind::Add), "add");
+  EXPECT_EQ(op_name(OpKind::CrossEntropy), "cross_entropy");
+  EXPECT_EQ(op_name(OpKind::Dropout), "dropout");
+}
+
+// Ops launched on a capturing stream are recorded; replaying with new values written into the
+// same input buffers gives what eager gives.
+TEST(Dispatch, CapturedOpsReplayLikeEager) {
+  auto model = [](const Tensor& x, const Tensor& w) {
+    return sigmoid(add(mul(x, w), 1.0)) - relu(x);
+  };
+  Tensor x = random_tensor({4, 8}, DType::Float32, -1, 1, 1);
+  Tensor w = random_tensor({8}, DType::Float32, -1, 1, 2);
+  Stream stream = new_stream(kCPU);
+  DeviceGraph graph(kCPU);
+  Tensor captured;
+  {
+    StreamGuard guard(stream);
+    graph.begin_capture(stream);
+    captured = model(x, w);
+    graph.end_capture();
+  }
+  EXPECT_GT(graph.num_nodes(), 0u);
+  for (unsigned seed = 10; seed < 13; ++seed) {
+    x.copy_(random_tensor({4, 8}, DType::Float32, -1, 1, seed));
+    graph.replay();
+    EXPECT_EQ(captured.to_vector<float>(), model(x, w).to_vector<float>()) << "seed " << seed;
+  }
+}
+
+}  // namespace
+}  // namespace grove::ops
