@@ -84,6 +84,16 @@ struct CachingAllocator::Impl {
   void release_all_segments();
   void report_unknown_free(void* ptr);
 
+  // Recycling of Block objects and container nodes on the hot path, so that a cached
+  // allocate + free does no heap allocation (see the allocator benchmark).
+  Block* make_block();
+  void recycle_block(Block* block);
+  void bin_insert(BlockSet& bin, Block* block);
+  void bin_erase(BlockSet& bin, BlockSet::iterator position);
+  void bin_erase(BlockSet& bin, Block* block) { bin_erase(bin, bin.find(block)); }
+  void track_allocated(Block* block);
+  Block* untrack_allocated(void* ptr);  // null if ptr is not an allocated block
+
   // allocator_pools.cpp
   Pool* find_pool(PoolId id, const char* caller);
   const Pool* find_pool(PoolId id, const char* caller) const;
@@ -100,6 +110,10 @@ struct CachingAllocator::Impl {
   std::map<std::uintptr_t, Block*> segments;
   std::unordered_map<void*, Block*> allocated_blocks;
   std::vector<PendingFree> pending_frees;
+  static constexpr std::size_t kMaxSpares = 256;
+  std::vector<Block*> spare_blocks;
+  std::vector<BlockSet::node_type> spare_bin_nodes;
+  std::vector<std::unordered_map<void*, Block*>::node_type> spare_allocated_nodes;
   AllocatorStats stats;
   std::size_t memory_limit = 0;
   std::uint64_t unknown_frees = 0;

@@ -132,7 +132,7 @@ class DimVector {
     capacity_ = wanted;
   }
 
-  std::int64_t inline_[kInlineDims] = {};
+  std::int64_t inline_[kInlineDims];  // only [0, size_) is meaningful
   std::unique_ptr<std::int64_t[]> heap_;
   std::size_t capacity_ = kInlineDims;
   std::size_t size_ = 0;

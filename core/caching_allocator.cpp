@@ -140,7 +140,7 @@ void* Impl::allocate(std::size_t nbytes, Stream stream) {
 
   block->state = BlockState::Allocated;
   block->requested_size = nbytes;
-  allocated_blocks.emplace(block->ptr, block);
+  track_allocated(block);
   stats.allocated_bytes += block->size;
   stats.peak_allocated_bytes = std::max(stats.peak_allocated_bytes, stats.allocated_bytes);
   ++stats.num_allocations;
@@ -156,7 +156,7 @@ Block* Impl::take_free_block(BlockSet& bin, Stream stream, std::size_t size) {
   auto found = bin.lower_bound(&key);
   if (found == bin.end() || !((*found)->stream == stream)) return nullptr;
   Block* block = *found;
-  bin.erase(found);
+  bin_erase(bin, found);
   return block;
 }
 
@@ -165,7 +165,7 @@ void Impl::split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin) {
   const bool worthwhile = block->is_small ? remaining >= CachingAllocator::kMinBlockSize
                                           : remaining > CachingAllocator::kSmallRequest;
   if (!worthwhile) return;
-  auto* rest = new Block;
+  Block* rest = make_block();
   rest->ptr = static_cast<char*>(block->ptr) + size;
   rest->size = remaining;
   rest->stream = block->stream;
@@ -176,7 +176,7 @@ void Impl::split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin) {
   if (block->next != nullptr) block->next->prev = rest;
   block->next = rest;
   block->size = size;
-  bin.insert(rest);
+  bin_insert(bin, rest);
 }
 
 Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream stream,
@@ -225,8 +225,8 @@ void* Impl::try_allocate_segment(std::size_t segment_size) {
 }
 
 void Impl::free_pointer(void* ptr, bool from_deleter) {
-  auto found = allocated_blocks.find(ptr);
-  if (found == allocated_blocks.end()) {
+  Block* block = untrack_allocated(ptr);
+  if (block == nullptr) {
     // A deleter runs inside destructors and must not throw; a raw_free by a caller may.
     GROVE_INTERNAL_ASSERT(from_deleter, "raw_free(", format_pointer(ptr),
                           "): not the start of a block allocated by the ", device,
@@ -234,8 +234,6 @@ void Impl::free_pointer(void* ptr, bool from_deleter) {
     report_unknown_free(ptr);
     return;
   }
-  Block* block = found->second;
-  allocated_blocks.erase(found);
   ++stats.num_frees;
   if (!block->stream_uses.empty()) {
     // Note [Stream reuse of cached blocks]: reusable once every other stream is done with it.
@@ -269,22 +267,22 @@ void Impl::free_block(Block* block) {
   // Coalesce with free neighbours in the same segment.
   if (block->prev != nullptr && block->prev->state == BlockState::Free) {
     Block* prev = block->prev;
-    bin.erase(prev);
+    bin_erase(bin, prev);
     prev->size += block->size;
     prev->next = block->next;
     if (block->next != nullptr) block->next->prev = prev;
-    delete block;
+    recycle_block(block);
     block = prev;
   }
   if (block->next != nullptr && block->next->state == BlockState::Free) {
     Block* next = block->next;
-    bin.erase(next);
+    bin_erase(bin, next);
     block->size += next->size;
     block->next = next->next;
     if (next->next != nullptr) next->next->prev = block;
-    delete next;
+    recycle_block(next);
   }
-  bin.insert(block);
+  bin_insert(bin, block);
   Pool* pool = block->pool;
   if (pool->id.is_private() && pool->use_count == 0 && block->prev == nullptr &&
       block->next == nullptr) {
@@ -332,6 +330,61 @@ void Impl::release_all_segments() {
   for (PendingFree& pending : pending_frees) {
     for (std::uintptr_t event : pending.events) backend->destroy_event(event);
   }
+  for (Block* spare : spare_blocks) delete spare;
+  spare_blocks.clear();
+}
+
+Block* Impl::make_block() {
+  if (spare_blocks.empty()) return new Block;
+  Block* block = spare_blocks.back();
+  spare_blocks.pop_back();
+  *block = Block{};
+  return block;
+}
+
+void Impl::recycle_block(Block* block) {
+  if (spare_blocks.size() < kMaxSpares) {
+    spare_blocks.push_back(block);
+  } else {
+    delete block;
+  }
+}
+
+void Impl::bin_insert(BlockSet& bin, Block* block) {
+  if (spare_bin_nodes.empty()) {
+    bin.insert(block);
+    return;
+  }
+  BlockSet::node_type node = std::move(spare_bin_nodes.back());
+  spare_bin_nodes.pop_back();
+  node.value() = block;
+  bin.insert(std::move(node));
+}
+
+void Impl::bin_erase(BlockSet& bin, BlockSet::iterator position) {
+  BlockSet::node_type node = bin.extract(position);
+  if (spare_bin_nodes.size() < kMaxSpares) spare_bin_nodes.push_back(std::move(node));
+}
+
+void Impl::track_allocated(Block* block) {
+  if (spare_allocated_nodes.empty()) {
+    allocated_blocks.emplace(block->ptr, block);
+    return;
+  }
+  auto node = std::move(spare_allocated_nodes.back());
+  spare_allocated_nodes.pop_back();
+  node.key() = block->ptr;
+  node.mapped() = block;
+  allocated_blocks.insert(std::move(node));
+}
+
+Block* Impl::untrack_allocated(void* ptr) {
+  auto found = allocated_blocks.find(ptr);
+  if (found == allocated_blocks.end()) return nullptr;
+  Block* block = found->second;
+  auto node = allocated_blocks.extract(found);
+  if (spare_allocated_nodes.size() < kMaxSpares) spare_allocated_nodes.push_back(std::move(node));
+  return block;
 }
 
 void Impl::report_unknown_free(void* ptr) {

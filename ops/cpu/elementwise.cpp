@@ -17,10 +17,33 @@ T*  typed(const Tensor& tensor) { return static_cast<T*>(tensor.data_ptr()); }
 
 const char* name_of(const OpCall& call) { return op_name(call.kind).data(); }
 
+// True if `input` is laid out exactly like the (contiguous) output: one flat loop serves both.
+bool dense_like(const Tensor& input, const Tensor& out) {
+  return input.is_contiguous() && input.sizes() == out.sizes();
+}
+
 // out = fn(a, b) with a, b broadcast to out (b may be the call's scalar).
 template <typename T, typename R, typename Fn>
 void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
   const Tensor& a = call.input(0);
+  // Fast path: every operand dense and of the output's shape (no strides to follow).
+  if (dense_like(a, out) && (call.attributes.has_scalar || dense_like(call.input(1), out))) {
+    const T* x = typed<const T>(a);
+    R* o = typed<R>(out);
+    const std::int64_t n = out.numel();
+    if (call.attributes.has_scalar) {
+      const T value = call.attributes.scalar.to<T>();
+      launch_cpu(current_stream(out.device()), [=] {
+        for (std::int64_t j = 0; j < n; ++j) o[j] = fn(x[j], value);
+      });
+    } else {
+      const T* y = typed<const T>(call.input(1));
+      launch_cpu(current_stream(out.device()), [=] {
+        for (std::int64_t j = 0; j < n; ++j) o[j] = fn(x[j], y[j]);
+      });
+    }
+    return;
+  }
   const DimVector a_strides = broadcast_strides(a, out.sizes());
   const T* x = typed<const T>(a);
   R* o = typed<R>(out);
@@ -82,76 +105,92 @@ void binary_typed(const OpCall& call, const Tensor& out) {
   }
 }
 
+// One unary op over a run of n elements (input stride sx, output dense). Trivially copyable.
+template <typename T>
+struct UnaryRun {
+  OpKind kind;
+  double real0;
+  double real1;
+  bool flag;
+
+  void operator()(T* out_run, const T* x_run, std::int64_t n, std::int64_t sx) const {
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (sx == 1) {  // dense: Eigen's vectorised functions
+        Eigen::Map<const Array> in(x_run, n);
+        Eigen::Map<Array> result(out_run, n);
+        switch (kind) {
+          case OpKind::Exp: result = in.exp(); return;
+          case OpKind::Log: result = in.log(); return;
+          case OpKind::Sqrt: result = in.sqrt(); return;
+          case OpKind::Rsqrt: result = in.rsqrt(); return;
+          case OpKind::Tanh: result = in.tanh(); return;
+          case OpKind::Sigmoid: result = in.logistic(); return;
+          default: break;  // the scalar loops below
+        }
+      }
+    }
+    auto apply = [&](auto fn) {
+      for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx]);
+    };
+    const double low = real0;
+    const double high = real1;
+    switch (kind) {
+      case OpKind::Neg: return apply([](T v) { return T(-v); });
+      case OpKind::Abs: return apply([](T v) { return v < T(0) ? T(-v) : v; });
+      case OpKind::Relu: return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
+      case OpKind::Clamp:
+        return apply([&](T v) {
+          if (v != v) return v;  // NaN stays NaN
+          return static_cast<T>(std::min(std::max(static_cast<double>(v), low), high));
+        });
+      default: break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      const T exponent = static_cast<T>(real0);
+      switch (kind) {
+        case OpKind::Exp: return apply([](T v) { return std::exp(v); });
+        case OpKind::Log: return apply([](T v) { return std::log(v); });
+        case OpKind::Sqrt: return apply([](T v) { return std::sqrt(v); });
+        case OpKind::Rsqrt: return apply([](T v) { return T(1) / std::sqrt(v); });
+        case OpKind::Tanh: return apply([](T v) { return std::tanh(v); });
+        case OpKind::Sigmoid: return apply([](T v) { return T(1) / (T(1) + std::exp(-v)); });
+        case OpKind::Pow: return apply([&](T v) { return static_cast<T>(std::pow(v, exponent)); });
+        case OpKind::Gelu:
+          if (flag) {
+            return apply([](T v) {
+              const T inner = T(0.7978845608028654) * (v + T(0.044715) * v * v * v);
+              return T(0.5) * v * (T(1) + std::tanh(inner));
+            });
+          }
+          return apply(
+              [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.7071067811865476))); });
+        default: break;
+      }
+    }
+    // infer() lets only valid (kind, dtype) pairs through.
+  }
+};
+
 template <typename T>
 void unary_run(const OpCall& call, const Tensor& out) {
   const Tensor& input = call.input(0);
+  const T* x = typed<const T>(input);
+  T* o = typed<T>(out);
+  const UnaryRun<T> run{call.kind, call.attributes.reals[0], call.attributes.reals[1],
+                        call.attributes.flag};
+  if (dense_like(input, out)) {  // fast path: one flat run
+    const std::int64_t n = out.numel();
+    launch_cpu(current_stream(out.device()), [=] { run(o, x, n, 1); });
+    return;
+  }
   const DimVector input_strides = broadcast_strides(input, out.sizes());
   const IntArrayRef strides[2] = {out.strides(), input_strides};
   const StridedLoop<2> loop = make_loop<2>(out.sizes(), strides, name_of(call));
-  const T* x = typed<const T>(input);
-  T* o = typed<T>(out);
-  const OpKind kind = call.kind;
-  const double real0 = call.attributes.reals[0];
-  const double real1 = call.attributes.reals[1];
-  const bool flag = call.attributes.flag;
   launch_cpu(current_stream(out.device()), [=] {
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     const std::int64_t sx = loop.strides[1][loop.ndim - 1];
     for_each_run<2>(loop, [&](const std::int64_t* offset, std::int64_t n) {
-      T* out_run = o + offset[0];
-      const T* x_run = x + offset[1];
-      if constexpr (std::is_floating_point_v<T>) {
-        if (sx == 1) {  // dense: Eigen's vectorised functions
-          Eigen::Map<const Array> in(x_run, n);
-          Eigen::Map<Array> result(out_run, n);
-          switch (kind) {
-            case OpKind::Exp: result = in.exp(); return;
-            case OpKind::Log: result = in.log(); return;
-            case OpKind::Sqrt: result = in.sqrt(); return;
-            case OpKind::Rsqrt: result = in.rsqrt(); return;
-            case OpKind::Tanh: result = in.tanh(); return;
-            case OpKind::Sigmoid: result = in.logistic(); return;
-            default: break;  // the scalar loop below
-          }
-        }
-      }
-      auto apply = [&](auto fn) {
-        for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx]);
-      };
-      switch (kind) {
-        case OpKind::Neg: return apply([](T v) { return T(-v); });
-        case OpKind::Abs: return apply([](T v) { return v < T(0) ? T(-v) : v; });
-        case OpKind::Relu: return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
-        case OpKind::Clamp:
-          return apply([&](T v) {
-            if (v != v) return v;  // NaN stays NaN
-            const double clamped = std::min(std::max(static_cast<double>(v), real0), real1);
-            return static_cast<T>(clamped);
-          });
-        default: break;
-      }
-      if constexpr (std::is_floating_point_v<T>) {
-        switch (kind) {
-          case OpKind::Exp: return apply([](T v) { return std::exp(v); });
-          case OpKind::Log: return apply([](T v) { return std::log(v); });
-          case OpKind::Sqrt: return apply([](T v) { return std::sqrt(v); });
-          case OpKind::Rsqrt: return apply([](T v) { return T(1) / std::sqrt(v); });
-          case OpKind::Tanh: return apply([](T v) { return std::tanh(v); });
-          case OpKind::Sigmoid: return apply([](T v) { return T(1) / (T(1) + std::exp(-v)); });
-          case OpKind::Pow:
-            return apply([&](T v) { return static_cast<T>(std::pow(v, static_cast<T>(real0))); });
-          case OpKind::Gelu:
-            if (flag) {
-              return apply([](T v) {
-                const T inner = T(0.7978845608028654) * (v + T(0.044715) * v * v * v);
-                return T(0.5) * v * (T(1) + std::tanh(inner));
-              });
-            }
-            return apply([](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.7071067811865476))); });
-          default: break;
-        }
-      }
-      // infer() lets only valid (kind, dtype) pairs through.
+      run(o + offset[0], x + offset[1], n, sx);
     });
   });
 }
