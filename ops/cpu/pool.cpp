@@ -1,0 +1,153 @@
+// CPU kernels for max_pool2d and avg_pool2d: for every (image, channel) plane and output pixel,
+// a loop over the window clipped to the input. The input is read through its strides; outputs
+// are contiguous. Follows PyTorch's CPU kernels (aten/src/ATen/native/cpu/MaxPoolKernel.cpp,
+// AvgPoolKernel.cpp) for index, tie, NaN and divisor rules.
+#include "ops/cpu/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+namespace grove::ops::cpu {
+namespace {
+
+// Pooling is memory-bound and cheap per element: below this many window reads, one thread.
+constexpr std::int64_t kMinParallelPoolWork = std::int64_t{1} << 16;
+
+// What a pooling kernel captures: trivially copyable (Note [CPU streams simulate CUDA capture]).
+template <typename T>
+struct PoolPlan {
+  const T* input = nullptr;
+  std::int64_t channels = 0, height = 0, width = 0;
+  std::int64_t batch_stride = 0, channel_stride = 0, row_stride = 0, column_stride = 0;
+  T* output = nullptr;              // (planes, out_h, out_w), contiguous
+  std::int64_t* indices = nullptr;  // the same, max_pool2d only
+  std::int64_t planes = 0, out_h = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
+};
+
+template <typename T>
+PoolPlan<T> make_plan(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& input = call.input(0);
+  const DimVector& ints = call.attributes.ints;
+  const bool batched = input.dim() == 4;
+  PoolPlan<T> plan;
+  plan.input = static_cast<const T*>(input.data_ptr());
+  plan.channels = input.size(-3);
+  plan.height = input.size(-2);
+  plan.width = input.size(-1);
+  plan.batch_stride = batched ? input.stride(0) : 0;
+  plan.channel_stride = input.stride(-3);
+  plan.row_stride = input.stride(-2);
+  plan.column_stride = input.stride(-1);
+  plan.output = static_cast<T*>(outputs[0].data_ptr());
+  if (outputs.size() == 2) plan.indices = static_cast<std::int64_t*>(outputs[1].data_ptr());
+  plan.planes = (batched ? input.size(0) : 1) * plan.channels;
+  plan.out_h = outputs[0].size(-2);
+  plan.out_w = outputs[0].size(-1);
+  plan.kernel_h = ints[0];
+  plan.kernel_w = ints[1];
+  plan.stride_h = ints[2];
+  plan.stride_w = ints[3];
+  plan.padding_h = ints[4];
+  plan.padding_w = ints[5];
+  return plan;
+}
+
+// Calls body(plane_input, plane_index) for every plane, on several threads when it pays.
+template <typename T, typename Body>
+void for_each_plane(const PoolPlan<T>& plan, Body body) {
+  const std::int64_t work = plan.planes * plan.out_h * plan.out_w * plan.kernel_h * plan.kernel_w;
+#pragma omp parallel for if (work >= kMinParallelPoolWork) schedule(static)
+  for (std::int64_t p = 0; p < plan.planes; ++p) {
+    const std::int64_t n = p / plan.channels;
+    const std::int64_t c = p % plan.channels;
+    body(plan.input + n * plan.batch_stride + c * plan.channel_stride, p);
+  }
+}
+
+template <typename T>
+void run_max_pool(const PoolPlan<T>& plan) {
+  for_each_plane(plan, [&](const T* input, std::int64_t p) {
+    T* values = plan.output + p * plan.out_h * plan.out_w;
+    std::int64_t* indices = plan.indices + p * plan.out_h * plan.out_w;
+    for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
+      const std::int64_t y_begin = std::max<std::int64_t>(oy * plan.stride_h - plan.padding_h, 0);
+      const std::int64_t y_end =
+          std::min(oy * plan.stride_h - plan.padding_h + plan.kernel_h, plan.height);
+      for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
+        const std::int64_t x_begin = std::max<std::int64_t>(ox * plan.stride_w - plan.padding_w, 0);
+        const std::int64_t x_end =
+            std::min(ox * plan.stride_w - plan.padding_w + plan.kernel_w, plan.width);
+        T best = -std::numeric_limits<T>::infinity();
+        std::int64_t best_index = y_begin * plan.width + x_begin;
+        for (std::int64_t y = y_begin; y < y_end; ++y) {
+          for (std::int64_t x = x_begin; x < x_end; ++x) {
+            const T value = input[y * plan.row_stride + x * plan.column_stride];
+            if (value > best || std::isnan(value)) {  // strict: the first maximum wins
+              best = value;
+              best_index = y * plan.width + x;
+            }
+          }
+        }
+        values[oy * plan.out_w + ox] = best;
+        indices[oy * plan.out_w + ox] = best_index;
+      }
+    }
+  });
+}
+
+template <typename T>
+void run_avg_pool(const PoolPlan<T>& plan) {
+  for_each_plane(plan, [&](const T* input, std::int64_t p) {
+    T* values = plan.output + p * plan.out_h * plan.out_w;
+    for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
+      const std::int64_t y_start = oy * plan.stride_h - plan.padding_h;
+      // count_include_pad: the window clipped to the padded input (always kH x kW here).
+      const std::int64_t window_h =
+          std::min(y_start + plan.kernel_h, plan.height + plan.padding_h) - y_start;
+      const std::int64_t y_begin = std::max<std::int64_t>(y_start, 0);
+      const std::int64_t y_end = std::min(y_start + plan.kernel_h, plan.height);
+      for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
+        const std::int64_t x_start = ox * plan.stride_w - plan.padding_w;
+        const std::int64_t window_w =
+            std::min(x_start + plan.kernel_w, plan.width + plan.padding_w) - x_start;
+        const std::int64_t x_begin = std::max<std::int64_t>(x_start, 0);
+        const std::int64_t x_end = std::min(x_start + plan.kernel_w, plan.width);
+        double sum = 0.0;  // accumulate in double, as PyTorch's acc_type on the CPU
+        for (std::int64_t y = y_begin; y < y_end; ++y) {
+          for (std::int64_t x = x_begin; x < x_end; ++x) {
+            sum += static_cast<double>(input[y * plan.row_stride + x * plan.column_stride]);
+          }
+        }
+        values[oy * plan.out_w + ox] =
+            static_cast<T>(sum / static_cast<double>(window_h * window_w));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
+  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "max_pool2d", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (outputs[0].numel() == 0) return;
+      const PoolPlan<T> plan = make_plan<T>(call, outputs);
+      launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool(plan); });
+    }
+  });
+}
+
+void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
+  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "avg_pool2d", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (outputs[0].numel() == 0) return;
+      const PoolPlan<T> plan = make_plan<T>(call, outputs);
+      launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool(plan); });
+    }
+  });
+}
+
+}  // namespace grove::ops::cpu

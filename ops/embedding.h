@@ -1,0 +1,28 @@
+// embedding: rows of a table picked by integer indices.
+//   weight: (V, D), indices: int64 of any shape (*)  ->  output: (*, D) in weight's dtype,
+//   output[i..., :] = weight[indices[i...], :].
+// The output is a new contiguous tensor (a gather, not a view); weight may have any strides.
+//
+// Note [Index checks during capture]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// An index outside [0, V) must be a clear error, never a silent clamp or a read out of bounds.
+// Ops that take indices (embedding, one_hot) check them twice:
+// - on the host, before the launch, when host reads are allowed (no capture on this thread):
+//   the error names the op, the bad index, its position in the index tensor and the inputs;
+// - inside the kernel, always. While a graph captures, the host must not read the indices (they
+//   may not even be computed yet: CUDA refuses the read, and the CPU stream simulates that), so
+//   the host check is skipped and the kernel's check is the one that fires, when the graph is
+//   replayed: the replay throws a grove::Error with the same words, and the kernels after the
+//   failing one do not run. This is the CPU stand-in for CUDA's device-side assert, which is
+//   what the CUDA kernels will use (a CUDA kernel cannot throw; the error surfaces at the next
+//   synchronisation and leaves the context unusable, as in PyTorch).
+// In eager mode the kernel's check never fires on the CPU, since the host check ran first.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace grove::ops {
+
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+}  // namespace grove::ops

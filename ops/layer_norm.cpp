@@ -1,0 +1,75 @@
+// layer_norm: argument checks, output shapes and the user functions; the kernel is in
+// ops/cpu/layer_norm.cpp.
+//
+// dispatch() refuses undefined inputs, so absent weight and bias are left out of the input list:
+// inputs = (x, weight if flag, bias if present); ints = normalized_shape; reals[0] = eps.
+#include "ops/layer_norm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "ops/cpu/layer_norm.h"
+#include "ops/dispatch.h"
+
+namespace grove::ops {
+namespace {
+
+void check_parameter(const OpCall& call, const Tensor& parameter, const char* name) {
+  const Tensor& x = call.input(0);
+  const IntArrayRef normalized_shape = call.attributes.ints;
+  GROVE_OP_CHECK(call, parameter.sizes() == normalized_shape, "expected ", name, " of shape ",
+                 normalized_shape, " (the normalized shape), but got ", parameter.sizes());
+  GROVE_OP_CHECK(call, parameter.dtype() == x.dtype(), "expected ", name, " of dtype ", x.dtype(),
+                 " (the input's), but got ", parameter.dtype());
+}
+
+void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  const IntArrayRef normalized_shape = call.attributes.ints;
+  const double eps = call.attributes.reals[0];
+  GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point input, but got ",
+                 x.dtype());
+  const auto k = static_cast<std::int64_t>(normalized_shape.size());
+  GROVE_OP_CHECK(call, k >= 1 && k <= x.dim(), "expected a normalized shape of 1 to ", x.dim(),
+                 " dims (the input's trailing dims), but got ", normalized_shape);
+  const IntArrayRef trailing(x.sizes().data() + (x.dim() - k), static_cast<std::size_t>(k));
+  GROVE_OP_CHECK(call, trailing == normalized_shape, "the normalized shape ", normalized_shape,
+                 " must equal the input's trailing dims, but the input has shape ", x.sizes());
+  GROVE_OP_CHECK(call, std::isfinite(eps) && eps >= 0.0, "expected a finite eps >= 0, but got ",
+                 eps);
+  std::size_t next = 1;
+  if (call.attributes.flag) check_parameter(call, call.input(next++), "weight");
+  if (next < call.inputs.size()) check_parameter(call, call.input(next++), "bias");
+  GROVE_INTERNAL_ASSERT(next == call.inputs.size(), "layer_norm got unexpected inputs");
+
+  DimVector stats_sizes(x.sizes());
+  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) stats_sizes[static_cast<std::size_t>(d)] = 1;
+  outputs.add(x.sizes(), x.dtype());
+  outputs.add(stats_sizes, x.dtype());  // mean
+  outputs.add(stats_sizes, x.dtype());  // rstd
+}
+
+// Outputs: y, mean, rstd.
+constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm, nullptr};
+
+}  // namespace
+
+LayerNormResult layer_norm_with_stats(const Tensor& x, IntArrayRef normalized_shape,
+                                      const Tensor& weight, const Tensor& bias, double eps) {
+  OpAttributes attributes;
+  attributes.ints = normalized_shape;
+  attributes.reals[0] = eps;
+  attributes.flag = weight.defined();
+  std::vector<Tensor> inputs{x};
+  if (weight.defined()) inputs.push_back(weight);
+  if (bias.defined()) inputs.push_back(bias);
+  OpOutputs outputs = dispatch(kLayerNorm, inputs, attributes);
+  return {outputs[0], outputs[1], outputs[2]};
+}
+
+Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight,
+                  const Tensor& bias, double eps) {
+  return layer_norm_with_stats(x, normalized_shape, weight, bias, eps).output;
+}
+
+}  // namespace grove::ops

@@ -1,0 +1,33 @@
+// Softmax and the losses built on it: softmax, log_softmax, cross_entropy and nll_loss.
+// All return new contiguous tensors on the input's device; none synchronises the host.
+//
+// softmax and log_softmax take a floating-point tensor of any shape and normalise along `dim`
+// (negative counts from the end). They subtract the row maximum before exponentiating, so
+// large logits do not overflow; a row holding NaN gives NaN, and a row that is entirely -inf
+// gives NaN (as PyTorch).
+//
+// cross_entropy(logits, targets) is the mean over rows i with targets[i] != ignore_index of
+// -log_softmax(logits)[i, targets[i]], computed in one fused pass per row from the logits
+// (log_softmax is never materialised). nll_loss is the same mean over given log-probabilities.
+// Shapes: logits / log_probs (N, C) floating point; targets (N) int64 class indices in [0, C)
+// or ignore_index. If every target is ignored (or N = 0) the mean has no terms and is NaN.
+//
+// Targets are checked by the kernel, not on the host, so that no op has to read device memory
+// before it launches (which a captured graph forbids). On the CPU, a target outside [0, C)
+// throws a grove::Error naming the value and its position when the kernel runs: at the call in
+// eager mode, at replay for a captured graph. (A CUDA kernel would raise a device-side assert.)
+#pragma once
+
+#include "core/tensor.h"
+
+namespace grove::ops {
+
+Tensor softmax(const Tensor& x, std::int64_t dim);
+Tensor log_softmax(const Tensor& x, std::int64_t dim);
+
+// logits: (N, C); targets: (N) int64 -> the mean loss, 0-d, in the logits' dtype.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100);
+// log_probs: (N, C); targets: (N) int64 -> -mean(log_probs[i, targets[i]]), 0-d.
+Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index = -100);
+
+}  // namespace grove::ops
