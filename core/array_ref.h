@@ -125,7 +125,11 @@ class DimVector {
 
  private:
   void reserve(std::size_t wanted) {
-    if (wanted <= capacity_) return;
+    if (wanted > capacity_) grow(wanted);
+  }
+  // Out of line on purpose: growing is rare, and keeping the copy out of every caller stops
+  // GCC 13's -Warray-bounds from reasoning about it with the caller's (small) arrays.
+  [[gnu::noinline]] void grow(std::size_t wanted) {
     auto grown = std::make_unique<std::int64_t[]>(wanted);
     std::copy(data(), data() + size_, grown.get());
     heap_ = std::move(grown);
