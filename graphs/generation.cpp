@@ -18,8 +18,8 @@ std::uint64_t current_generation() {
   return user_marked_steps() ? (1ULL << 62) + mark_step_generation : invocation_generation;
 }
 
-InvocationScope::InvocationScope() : top_level_(invocation_depth == 0) {
-  if (top_level_) ++invocation_generation;
+InvocationScope::InvocationScope(bool advances_generation) : top_level_(invocation_depth == 0) {
+  if (top_level_ && advances_generation) ++invocation_generation;
   ++invocation_depth;
 }
 

@@ -1,7 +1,8 @@
 // Generations: how the graph-tree manager knows that a new step began.
 //
 // Every top-level invocation of a managed function (one not nested inside another managed call)
-// advances the calling thread's generation. Once the user calls mark_step_begin(), only calls of
+// advances the calling thread's generation, except backward calls: a backward belongs to the
+// step of its forward (mod2(mod1(x)) followed by two backwards is one step). Once the user calls mark_step_begin(), only calls of
 // mark_step_begin() start generations (explicit step boundaries, as in the reference design).
 // A tree manager that sees a newer generation than the one its current path ran in may end that
 // path and free (and poison) the outputs still held from it.
@@ -19,10 +20,11 @@ void mark_step_begin();
 std::uint64_t current_generation();
 bool user_marked_steps();
 
-// Counts a managed call; the outermost one on the thread advances the generation.
+// Counts a managed call; the outermost one on the thread advances the generation unless
+// `advances_generation` is false (backward calls).
 class InvocationScope {
  public:
-  InvocationScope();
+  explicit InvocationScope(bool advances_generation = true);
   ~InvocationScope();
   InvocationScope(const InvocationScope&) = delete;
   InvocationScope& operator=(const InvocationScope&) = delete;

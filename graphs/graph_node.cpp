@@ -51,6 +51,7 @@ const char* alias_name(OutputPlan::Alias alias) {
     case OutputPlan::Alias::SameCallOutput: return "alias of an output of the same call";
     case OutputPlan::Alias::PriorPathOutput: return "alias of an earlier graph's output";
     case OutputPlan::Alias::StaticInput: return "alias of a static input";
+    case OutputPlan::Alias::CopiedInput: return "alias of a copied input";
   }
   return "?";
 }
@@ -85,6 +86,15 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
   graph_->replay();  // capture ran nothing: produce this call's outputs
 
   plan_outputs(inputs, outputs, context);
+  // An output that is a view of a copied input is, eagerly, a view of the caller's tensor: hand
+  // out that (which also lets the input buffer's block go).
+  for (std::size_t i = 0; i < plans_.size(); ++i) {
+    const OutputPlan& plan = plans_[i];
+    if (plan.alias != OutputPlan::Alias::CopiedInput) continue;
+    const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
+    outputs[i] = input.as_strided(plan.sizes, plan.strides,
+                                  input.storage_offset() + plan.storage_offset);
+  }
   liveness_after_ = path_liveness();
   for (std::size_t depth = 0; depth < liveness_after_.size(); ++depth) {
     for (std::size_t i = 0; i < liveness_after_[depth].size(); ++i) {
@@ -177,12 +187,20 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
       return inputs[static_cast<std::size_t>(k)].storage() == output.storage();
     });
     auto same_call = first_output_with_storage.find(plan.storage_data);
+    auto copied_match = std::find_if(copied_inputs_.begin(), copied_inputs_.end(), [&](int k) {
+      return input_buffers_[static_cast<std::size_t>(k)].storage()->unchecked_data() ==
+             plan.storage_data;
+    });
 
     if (plan.storage_data == nullptr) {
       plan.alias = OutputPlan::Alias::Empty;
     } else if (static_match != static_inputs_.end()) {
       plan.alias = OutputPlan::Alias::StaticInput;
       plan.index = *static_match;
+    } else if (copied_match != copied_inputs_.end()) {
+      // Eagerly this output is a view of the caller's input, so it is rebuilt as one.
+      plan.alias = OutputPlan::Alias::CopiedInput;
+      plan.index = *copied_match;
     } else if (prior) {
       plan.alias = OutputPlan::Alias::PriorPathOutput;
       plan.prior = *prior;
@@ -274,6 +292,12 @@ TensorList GraphNode::replay(const TensorList& inputs) {
     }
     graph_->replay();
   }
+  // The replay wrote the inputs the function mutates: bump their versions, as eager ops would,
+  // so that autograd's saved-tensor checks see the change.
+  for (int i : function().mutated_inputs) {
+    const Tensor& input = inputs[static_cast<std::size_t>(i)];
+    if (input.defined()) input.bump_version();
+  }
   return reconstruct_outputs(inputs);
 }
 
@@ -290,6 +314,14 @@ TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
       case OutputPlan::Alias::StaticInput:
         storage = inputs[static_cast<std::size_t>(plan.index)].storage();
         break;
+      case OutputPlan::Alias::CopiedInput: {
+        // The caller's input has the recorded strides (they are part of the signature); its
+        // offset is its own, the buffer's was 0.
+        const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
+        outputs[i] = input.as_strided(plan.sizes, plan.strides,
+                                      input.storage_offset() + plan.storage_offset);
+        continue;
+      }
       case OutputPlan::Alias::SameCallOutput:
         storage = outputs[static_cast<std::size_t>(plan.index)].storage();
         break;

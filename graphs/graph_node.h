@@ -41,6 +41,7 @@ struct OutputPlan {
     SameCallOutput,   // shares storage with an earlier output of the same call (`index`)
     PriorPathOutput,  // shares storage with a live output of an earlier node (`prior`)
     StaticInput,      // a view of static input `index` (a parameter): never managed
+    CopiedInput,      // a view of copied input `index`: rebuilt over the caller's tensor
   };
   Alias alias = Alias::NewStorage;
   int index = -1;

@@ -89,6 +89,9 @@ const char* state_name(PathState state) {
 TensorList ManagedFunction::operator()(TensorList inputs) const {
   GROVE_CHECK(manager_ != nullptr, "this ManagedFunction is empty; get one from "
               "TreeManager::add_function");
+  std::shared_ptr<const bool> alive = manager_alive_.lock();
+  GROVE_CHECK(alive != nullptr, "this ManagedFunction's tree manager no longer exists (it was "
+              "destroyed, or the thread that owned it ended); add the function to a live manager");
   return manager_->run(callable_id_, std::move(inputs));
 }
 
@@ -113,7 +116,7 @@ ManagedFunction TreeManager::add_function(WrappedFunction function) {
               function.name, "' has no callable");
   Callable& callable = callables_.emplace_back();
   callable.wrapped = std::move(function);
-  return ManagedFunction(this, static_cast<int>(callables_.size()) - 1);
+  return ManagedFunction(this, alive_, static_cast<int>(callables_.size()) - 1);
 }
 
 std::optional<std::int64_t> TreeManager::current_node_id() const {
@@ -131,7 +134,16 @@ bool TreeManager::in_new_invocation() const {
 
 bool TreeManager::can_start_new_generation() const {
   if (!in_new_invocation()) return false;
-  return user_marked_steps() || !pending_backwards_;
+  return user_marked_steps() || !backward_still_pending();
+}
+
+bool TreeManager::backward_still_pending() const {
+  // A forward whose outputs all died can never get its backward: do not wait for it.
+  if (!pending_backwards_) return false;
+  for (const StorageWeakRef& output : pending_forward_outputs_) {
+    if (!output.expired()) return true;
+  }
+  return pending_forward_outputs_.empty();
 }
 
 // --- the call path ---
@@ -139,16 +151,24 @@ bool TreeManager::can_start_new_generation() const {
 TensorList TreeManager::run(int callable_id, TensorList inputs) {
   GROVE_CHECK(std::this_thread::get_id() == thread_, "a managed function must be called on the "
               "thread whose tree manager created it (managers are per device and per thread)");
-  InvocationScope scope;
   Callable& callable = callables_[static_cast<std::size_t>(callable_id)];
+  const FunctionMode mode = callable.wrapped.mode;
+  InvocationScope scope(/*advances_generation=*/mode != FunctionMode::Backward);
   if (!scope.is_top_level()) {
     // Called from inside another managed function: part of that function's work.
     return callable.wrapped.callable(inputs);
   }
   FunctionInfo& function = function_for(callable_id, inputs);
   TensorList outputs = run_function(function, inputs);
-  if (callable.wrapped.mode == FunctionMode::Forward) pending_backwards_ = true;
-  if (callable.wrapped.mode == FunctionMode::Backward) pending_backwards_ = false;
+  if (mode == FunctionMode::Forward) {
+    pending_backwards_ = true;
+    for (const Tensor& output : outputs) {
+      if (output.defined()) pending_forward_outputs_.emplace_back(output.storage());
+    }
+  } else if (mode == FunctionMode::Backward) {
+    pending_backwards_ = false;
+    pending_forward_outputs_.clear();
+  }
   return outputs;
 }
 
@@ -162,6 +182,16 @@ FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& input
   for (const Callable::Signature& signature : callable.signatures) {
     if (signature.hash == hash && signature_matches(signature.encoded, inputs)) {
       return functions_[static_cast<std::size_t>(signature.function_id)];
+    }
+  }
+  for (const auto* list : {&callable.wrapped.static_input_indices,
+                           &callable.wrapped.mutated_input_indices}) {
+    for (int index : *list) {
+      GROVE_CHECK(index >= 0 && index < static_cast<int>(inputs.size()), "graphed function '",
+                  callable.wrapped.name, "': input index ", index, " in ",
+                  list == &callable.wrapped.static_input_indices ? "static_input_indices"
+                                                                  : "mutated_input_indices",
+                  " is out of range for a call with ", inputs.size(), " inputs");
     }
   }
   FunctionInfo& function = functions_.emplace_back();
@@ -233,6 +263,13 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
     }
     try_end_execution();
     if (current_ != nullptr) apply_checkpoint();
+  }
+  // The hint was computed when this position was first reached; the inputs that are graph
+  // outputs may differ now, and recording would turn a mutated plain input into a private copy.
+  if (!function.mutated_inputs.empty()) {
+    if (std::string reason = mutation_reason(function, inputs); !reason.empty()) {
+      return run_eagerly(function, inputs, reason);
+    }
   }
   return record(function, inputs);
 }
@@ -369,7 +406,11 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
              " during its warm-up, but that input is not in mutated_input_indices; grove "
              "treats it as mutated from now on (list it to silence this warning)"));
   }
-  node->track_outputs(inputs, outputs);
+  std::vector<std::pair<std::uintptr_t, std::size_t>> pool_segments;
+  for (const SegmentInfo& segment : allocator_for(device_).snapshot(pool_)) {
+    pool_segments.emplace_back(segment.address, segment.size);
+  }
+  node->track_outputs(inputs, outputs, pool_segments);
   function.warmed_up = true;
   current_ = node.get();
   warmup_chain_.push_back(std::move(node));
@@ -385,8 +426,18 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
                         "a recording cannot follow a warm-up node");
   auto* parent = static_cast<GraphNode*>(current_);
   TensorList outputs;
-  auto node = std::make_unique<GraphNode>(next_graph_id_, &function, parent, inputs,
-                                          RecordContext{device_, stream_, pool_}, outputs);
+  std::unique_ptr<GraphNode> node;
+  try {
+    node = std::make_unique<GraphNode>(next_graph_id_, &function, parent, inputs,
+                                       RecordContext{device_, stream_, pool_}, outputs);
+  } catch (const Error& error) {
+    // The function cannot be captured (a host read, a synchronisation, ...): remember that, so
+    // later calls at this position run eagerly instead of failing again.
+    std::string reason = str("capture failed: recording '", function.label(), "' threw: ",
+                             error.message());
+    mutation_hints_[{node_key(), function.id}] = reason;
+    return run_eagerly(function, inputs, reason);
+  }
   ++next_graph_id_;
   GraphNode* recorded = node.get();
   siblings_for(function.id).push_back(std::move(node));
@@ -399,11 +450,12 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
 }
 
 TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
+  TensorList outputs = node.replay(inputs);  // may throw (a poisoned input): state unchanged
   current_ = &node;
   state_ = PathState::Execution;
   current_generation_ = current_generation();
   ++counters_.replays;
-  return node.replay(inputs);
+  return outputs;
 }
 
 TensorList TreeManager::run_eagerly(FunctionInfo& function, const TensorList& inputs,
@@ -425,9 +477,28 @@ void TreeManager::apply_checkpoint() {
   const auto* node = static_cast<const GraphNode*>(current_);
   std::vector<StoragePtr> live = node->path_live_storages();
   std::vector<Storage*> raw;
+  std::vector<void*> live_addresses;
   raw.reserve(live.size());
-  for (const StoragePtr& storage : live) raw.push_back(storage.get());
-  allocator_for(device_).set_checkpoint_pool_state(node->checkpoint(), raw);
+  for (const StoragePtr& storage : live) {
+    raw.push_back(storage.get());
+    live_addresses.push_back(storage->unchecked_data());
+  }
+  // Every block the allocator still counts as allocated in the pool must belong to a live path
+  // output; anything else is owned by a tensor the trees do not know of (kept in a function's
+  // closure, say), and restoring the checkpoint would hand its memory to somebody else.
+  CachingAllocator& allocator = allocator_for(device_);
+  for (const SegmentInfo& segment : allocator.snapshot(pool_)) {
+    for (const BlockInfo& block : segment.blocks) {
+      const auto* address = reinterpret_cast<void*>(block.address);
+      GROVE_CHECK(!block.allocated || std::find(live_addresses.begin(), live_addresses.end(),
+                                                address) != live_addresses.end(),
+                  "graph trees: a block of the graph pool (", block.size, " bytes) is held by a "
+                  "tensor that is not an output of the current path, for example one kept in a "
+                  "graphed function's closure. Graphed functions must return what they allocate "
+                  "and keep no tensors from their calls; the graphs cannot keep its memory safe.");
+    }
+  }
+  allocator.set_checkpoint_pool_state(node->checkpoint(), raw);
   ++counters_.checkpoints;
   check_pool("after restoring a checkpoint");
 }

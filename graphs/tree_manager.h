@@ -55,9 +55,10 @@ class ManagedFunction {
 
  private:
   friend class TreeManager;
-  ManagedFunction(TreeManager* manager, int callable_id)
-      : manager_(manager), callable_id_(callable_id) {}
+  ManagedFunction(TreeManager* manager, std::weak_ptr<const bool> manager_alive, int callable_id)
+      : manager_(manager), manager_alive_(std::move(manager_alive)), callable_id_(callable_id) {}
   TreeManager* manager_ = nullptr;
+  std::weak_ptr<const bool> manager_alive_;  // expires with the manager
   int callable_id_ = -1;
 };
 
@@ -82,8 +83,9 @@ class TreeManager {
   const std::vector<std::string>& warnings() const { return warnings_; }
   PoolId pool() const { return pool_; }
   Stream stream() const { return stream_; }
-  // True while a forward ran and no backward has run since.
-  bool pending_backwards() const { return pending_backwards_; }
+  // True while a forward ran, no backward has run since, and some output of those forwards is
+  // still alive (a forward whose outputs all died can never get its backward).
+  bool pending_backwards() const { return backward_still_pending(); }
   bool can_start_new_generation() const;
   // The current node's id (negative for warm-up nodes), or nullopt when the path is empty.
   std::optional<std::int64_t> current_node_id() const;
@@ -109,6 +111,7 @@ class TreeManager {
   void try_end_warmup(FunctionInfo& function);
   void try_end_execution();
   bool in_new_invocation() const;
+  bool backward_still_pending() const;
   void end_generation();  // frees and poisons the path's live outputs, clears the path
   void clear_path();
 
@@ -141,6 +144,7 @@ class TreeManager {
   PathState state_ = PathState::None;
   std::uint64_t current_generation_ = 0;
   bool pending_backwards_ = false;
+  std::vector<StorageWeakRef> pending_forward_outputs_;  // outputs of forwards since a backward
   std::int64_t next_graph_id_ = 0;
   std::int64_t next_warmup_id_ = -1;
   // Per (current node key, function id): whether it mutates unmanaged inputs; re-record counts.
@@ -149,6 +153,7 @@ class TreeManager {
 
   TreeCounters counters_;
   std::vector<std::string> warnings_;
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
 };
 
 // The calling thread's manager for `device` (created on first use).

@@ -89,20 +89,33 @@ std::optional<PathIndex> TreeNode::find_live_path_output(const Tensor& tensor) c
   return std::nullopt;
 }
 
-void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outputs) {
-  output_refs_.reserve(outputs.size());
-  for (const Tensor& output : outputs) {
-    bool made_here = output.defined() && output.storage()->unchecked_data() != nullptr;
+void WarmupNode::track_outputs(
+    const TensorList& inputs, const TensorList& outputs,
+    const std::vector<std::pair<std::uintptr_t, std::size_t>>& pool_segments) {
+  auto in_pool = [&](const void* ptr) {
+    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+    return std::any_of(pool_segments.begin(), pool_segments.end(), [&](const auto& segment) {
+      return address >= segment.first && address < segment.first + segment.second;
+    });
+  };
+  std::vector<StorageWeakRef> refs;
+  refs.reserve(outputs.size());
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& output = outputs[i];
+    bool track = output.defined() && output.storage()->unchecked_data() != nullptr;
     for (const Tensor& input : inputs) {
-      if (made_here && input.defined() && input.storage() == output.storage()) made_here = false;
+      if (track && input.defined() && input.storage() == output.storage()) track = false;
     }
     // Outputs of earlier nodes passed through are tracked by those nodes already.
-    if (made_here && parent() != nullptr && parent()->find_live_path_output(output)) {
-      made_here = false;
-    }
-    output_refs_.push_back(made_here ? StorageWeakRef(output.storage()) : StorageWeakRef());
+    if (track && parent() != nullptr && parent()->find_live_path_output(output)) track = false;
+    GROVE_CHECK(!track || in_pool(output.storage()->unchecked_data()), "warm-up of graphed "
+                "function '", function().label(), "': output ", i, " was neither allocated by "
+                "the function nor is it one of its inputs (a tensor kept in its closure?); a "
+                "graph could not keep it valid. Pass that tensor as an input (a static input "
+                "for parameters), or return a clone().");
+    refs.push_back(track ? StorageWeakRef(output.storage()) : StorageWeakRef());
   }
+  output_refs_ = std::move(refs);
 }
 
 }  // namespace grove::graphs
-

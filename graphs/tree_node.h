@@ -92,8 +92,10 @@ class WarmupNode final : public TreeNode {
  public:
   WarmupNode(std::int64_t id, const FunctionInfo* function, TreeNode* parent)
       : TreeNode(Kind::Warmup, id, function, parent) {}
-  // Remembers which outputs were made in the pool (not inputs passed through).
-  void track_outputs(const TensorList& inputs, const TensorList& outputs);
+  // Remembers which outputs were made in the pool (not inputs passed through, not outputs of
+  // earlier nodes). Throws for an output that is none of these (memory the trees cannot own).
+  void track_outputs(const TensorList& inputs, const TensorList& outputs,
+                     const std::vector<std::pair<std::uintptr_t, std::size_t>>& pool_segments);
 };
 
 // Start of a tensor's element 0, without the access check (for address comparisons).

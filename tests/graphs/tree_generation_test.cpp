@@ -130,10 +130,11 @@ TEST(TreeGeneration, PendingBackwardKeepsThePathAndWarnsOnce) {
 
 TEST(TreeGeneration, DeadOutputsLetThePathEndEarly) {
   with_manager([](TreeManager& manager) {
-    ManagedFunction forward = manager.add_function(twice("forward", FunctionMode::Forward));
+    ManagedFunction f = manager.add_function(twice("f"));
+    mark_step_begin();  // one step for all calls below: no generation can end the path
     for (int call = 0; call < 5; ++call) {
-      // The output dies at once; the pending backward does not matter then.
-      EXPECT_EQ(values(forward({filled(2, 1.0f)})[0]), std::vector<float>(2, 2.0f));
+      // The output dies at once, so the path may end and the root replay again.
+      EXPECT_EQ(values(f({filled(2, 1.0f)})[0]), std::vector<float>(2, 2.0f));
     }
     EXPECT_EQ(manager.counters().generations, 0u);  // no generation ever ended a path
     EXPECT_EQ(manager.counters().recordings, 1u);   // a single root, replayed
@@ -153,9 +154,45 @@ TEST(TreeGeneration, CanStartNewGenerationFollowsInvocationsAndBackwards) {
       InvocationScope next_call;  // what the next top-level call opens
       EXPECT_TRUE(manager.can_start_new_generation());
     }
-    forward({filled(1, 1.0f)});
+    Tensor kept = forward({filled(1, 1.0f)})[0];
+    {
+      InvocationScope next_call;
+      EXPECT_FALSE(manager.can_start_new_generation());  // a backward is pending
+    }
+    kept = Tensor();  // the forward's output died: its backward can never come
     InvocationScope next_call;
-    EXPECT_FALSE(manager.can_start_new_generation());  // a backward is pending
+    EXPECT_TRUE(manager.can_start_new_generation());
+  });
+}
+
+// mod2(mod1(x)) then both backwards: the second backward still sees mod1's outputs, because
+// backward calls do not start generations.
+TEST(TreeGeneration, TwoBackwardsInARowBelongToTheirForwardsStep) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction forward1 = manager.add_function(twice("forward1", FunctionMode::Forward));
+    ManagedFunction forward2 = manager.add_function(twice("forward2", FunctionMode::Forward));
+    ManagedFunction backward2 = manager.add_function(twice("backward2", FunctionMode::Backward));
+    ManagedFunction backward1 = manager.add_function(twice("backward1", FunctionMode::Backward));
+    for (int step = 0; step < 4; ++step) {
+      Tensor s1 = forward1({filled(2, 1.0f)})[0];
+      Tensor s2 = forward2({s1})[0];
+      EXPECT_EQ(values(backward2({s2})[0]), std::vector<float>(2, 8.0f)) << "step " << step;
+      EXPECT_EQ(values(backward1({s1})[0]), std::vector<float>(2, 4.0f)) << "step " << step;
+    }
+  });
+}
+
+// A forward whose backward never runs (its outputs dropped) must not keep later calls from
+// starting new steps, or every call would be another warm-up.
+TEST(TreeGeneration, AnAbandonedForwardDoesNotBlockLaterSteps) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction forward = manager.add_function(twice("forward", FunctionMode::Forward));
+    ManagedFunction evaluate = manager.add_function(twice("evaluate"));
+    forward({filled(2, 1.0f)});  // output dropped, backward never called
+    Tensor previous;
+    for (int call = 0; call < 6; ++call) previous = evaluate({filled(2, 1.0f)})[0];
+    EXPECT_EQ(manager.counters().recordings, 1u);
+    EXPECT_GE(manager.counters().replays, 3u);
   });
 }
 
