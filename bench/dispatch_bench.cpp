@@ -3,7 +3,8 @@
 //
 // Anchor: libtorch 1.13 (Debian) took 0.48-0.81 us median for `a + b` of two 1-element tensors
 // on this machine kind (../shared/anchors/); the goal is at most half of that, measured side by
-// side. Run: ./build/bench/dispatch_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
+// side. Run: ./build/bench/dispatch_bench --benchmark_repetitions=5
+// --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include "ops/elementwise.h"

@@ -5,7 +5,8 @@
 // copying non-static inputs (a kernel launch each), the replay call and handing out fresh output
 // handles. Goal: at most 5 us per replay with 4 inputs and 4 outputs on the CPU stream (PyTorch's
 // Python tree manager spends about 128 us per call in a published profile).
-// Run: ./build/bench/tree_manager_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
+// Run: ./build/bench/tree_manager_bench --benchmark_repetitions=5
+// --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include "graphs/generation.h"

@@ -30,9 +30,9 @@ struct CachingAllocator::Block {
   std::size_t requested_size = 0;  // what the caller asked for (allocated blocks only)
   Stream stream;                   // the stream it was allocated on
   Pool* pool = nullptr;
-  bool is_small = false;           // from the small bins (2 MiB segments)
+  bool is_small = false;  // from the small bins (2 MiB segments)
   BlockState state = BlockState::Free;
-  Block* prev = nullptr;           // neighbours in the same segment
+  Block* prev = nullptr;  // neighbours in the same segment
   Block* next = nullptr;
   std::vector<Stream> stream_uses;  // other streams that used it (record_stream)
 };

@@ -316,10 +316,10 @@ bool CachingAllocator::check_pool_live_allocations(PoolId id, std::span<void* co
   }
   const bool ok = unexpected.empty() && missing.empty();
   if (!ok && report != nullptr) {
-    *report = str(id, ": allocated blocks that are not live outputs:",
-                  unexpected.empty() ? " none" : unexpected,
-                  "; live outputs that are not allocated blocks:",
-                  missing.empty() ? " none" : missing);
+    *report = str(
+        id,
+        ": allocated blocks that are not live outputs:", unexpected.empty() ? " none" : unexpected,
+        "; live outputs that are not allocated blocks:", missing.empty() ? " none" : missing);
   }
   return ok;
 }

@@ -31,14 +31,30 @@ class IntArrayRef {
   IntArrayRef(const std::vector<std::int64_t>& vector)  // NOLINT
       : data_(vector.data()), size_(vector.size()) {}
 
-  const std::int64_t* data() const { return data_; }
-  std::size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const std::int64_t* begin() const { return data_; }
-  const std::int64_t* end() const { return data_ + size_; }
-  std::int64_t operator[](std::size_t i) const { return data_[i]; }
-  std::int64_t back() const { return data_[size_ - 1]; }
-  std::vector<std::int64_t> vec() const { return {begin(), end()}; }
+  const std::int64_t* data() const {
+    return data_;
+  }
+  std::size_t size() const {
+    return size_;
+  }
+  bool empty() const {
+    return size_ == 0;
+  }
+  const std::int64_t* begin() const {
+    return data_;
+  }
+  const std::int64_t* end() const {
+    return data_ + size_;
+  }
+  std::int64_t operator[](std::size_t i) const {
+    return data_[i];
+  }
+  std::int64_t back() const {
+    return data_[size_ - 1];
+  }
+  std::vector<std::int64_t> vec() const {
+    return {begin(), end()};
+  }
   friend bool operator==(IntArrayRef a, IntArrayRef b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }

@@ -179,8 +179,8 @@ void Impl::split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin) {
   bin_insert(bin, rest);
 }
 
-Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream stream,
-                         Pool* pool, bool small) {
+Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
+                         bool small) {
   void* ptr = try_allocate_segment(segment_size);
   if (ptr == nullptr) {
     // Out of memory: give back what is cached and try once more.
@@ -229,8 +229,7 @@ void Impl::free_pointer(void* ptr, bool from_deleter) {
   if (block == nullptr) {
     // A deleter runs inside destructors and must not throw; a raw_free by a caller may.
     GROVE_INTERNAL_ASSERT(from_deleter, "raw_free(", format_pointer(ptr),
-                          "): not the start of a block allocated by the ", device,
-                          " allocator");
+                          "): not the start of a block allocated by the ", device, " allocator");
     report_unknown_free(ptr);
     return;
   }
@@ -309,8 +308,8 @@ void Impl::release_free_segments(bool private_pools_too) {
   for (auto& [address, block] : segments) {
     const bool whole_and_free =
         block->state == BlockState::Free && block->prev == nullptr && block->next == nullptr;
-    const bool releasable = !block->pool->id.is_private() || private_pools_too ||
-                            block->pool->use_count == 0;
+    const bool releasable =
+        !block->pool->id.is_private() || private_pools_too || block->pool->use_count == 0;
     if (whole_and_free && releasable) empty.push_back(block);
   }
   for (Block* block : empty) {

@@ -87,14 +87,14 @@ class AllocatorBackend {
 };
 
 struct AllocatorStats {
-  std::size_t allocated_bytes = 0;        // held by live blocks (rounded sizes)
-  std::size_t reserved_bytes = 0;         // held in segments, live or cached
+  std::size_t allocated_bytes = 0;  // held by live blocks (rounded sizes)
+  std::size_t reserved_bytes = 0;   // held in segments, live or cached
   std::size_t peak_allocated_bytes = 0;
   std::size_t peak_reserved_bytes = 0;
-  std::size_t private_pool_bytes = 0;     // reserved bytes that belong to private pools
-  std::uint64_t num_allocations = 0;      // calls to allocate() that returned memory
+  std::size_t private_pool_bytes = 0;  // reserved bytes that belong to private pools
+  std::uint64_t num_allocations = 0;   // calls to allocate() that returned memory
   std::uint64_t num_frees = 0;
-  std::uint64_t cache_hits = 0;           // allocations served from a cached block
+  std::uint64_t cache_hits = 0;  // allocations served from a cached block
   std::uint64_t num_segment_allocations = 0;
   std::uint64_t num_segment_frees = 0;
   std::uint64_t num_ooms = 0;
@@ -164,9 +164,9 @@ class CachingAllocator {
   std::vector<SegmentInfo> snapshot(PoolId pool) const;
 
   // Private pools. See Note [Private pools during capture].
-  PoolId create_pool();                 // a new pool with one use
-  void retain_pool(PoolId pool);        // one more use (another graph sharing it)
-  void release_pool(PoolId pool);       // one use less; freed once unused and empty
+  PoolId create_pool();            // a new pool with one use
+  void retain_pool(PoolId pool);   // one more use (another graph sharing it)
+  void release_pool(PoolId pool);  // one use less; freed once unused and empty
   void begin_allocate_to_pool(Stream stream, PoolId pool);
   void end_allocate_to_pool(Stream stream, PoolId pool);
   bool pool_exists(PoolId pool) const;

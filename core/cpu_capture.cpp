@@ -15,8 +15,7 @@ namespace {
 // The kernels recorded by one capture, in launch order.
 class CpuCapturedWork final : public CapturedWork {
  public:
-  explicit CpuCapturedWork(std::vector<detail::CpuKernel> kernels)
-      : kernels_(std::move(kernels)) {}
+  explicit CpuCapturedWork(std::vector<detail::CpuKernel> kernels) : kernels_(std::move(kernels)) {}
   void replay(Stream /*stream*/) override {
     for (const detail::CpuKernel& kernel : kernels_) kernel();
   }
@@ -64,9 +63,8 @@ class CpuCaptureBackend final : public CaptureBackend {
     GROVE_CHECK(stream.id < kMaxCpuStreams, "end_capture: ", stream, " is not a CPU stream");
     CpuCapture* capture = captures[stream.id].load(std::memory_order_acquire);
     GROVE_CHECK(capture != nullptr, "end_capture: ", stream, " is not capturing");
-    GROVE_CHECK(capture->thread == std::this_thread::get_id(),
-                "end_capture: the capture on ", stream,
-                " was begun by another thread; end it on the thread that began it");
+    GROVE_CHECK(capture->thread == std::this_thread::get_id(), "end_capture: the capture on ",
+                stream, " was begun by another thread; end it on the thread that began it");
     captures[stream.id].store(nullptr, std::memory_order_release);
     active_captures.fetch_sub(1);
     --captures_begun_by_this_thread;

@@ -14,13 +14,11 @@ Device Device::parse(std::string_view text) {
     std::string_view digits = text.substr(prefix.size());
     int index = -1;
     auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-    if (error == std::errc() && end == digits.data() + digits.size() && index >= 0 &&
-        index < 128) {
+    if (error == std::errc() && end == digits.data() + digits.size() && index >= 0 && index < 128) {
       return cuda(index);
     }
   }
-  GROVE_CHECK(false, "expected a device such as 'cpu', 'cuda' or 'cuda:1', but got '", text,
-              "'");
+  GROVE_CHECK(false, "expected a device such as 'cpu', 'cuda' or 'cuda:1', but got '", text, "'");
   return kCPU;  // unreachable
 }
 
@@ -28,6 +26,8 @@ std::string Device::to_string() const {
   return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
 }
 
-std::ostream& operator<<(std::ostream& out, Device device) { return out << device.to_string(); }
+std::ostream& operator<<(std::ostream& out, Device device) {
+  return out << device.to_string();
+}
 
 }  // namespace grove

@@ -34,7 +34,9 @@ struct Device {
 };
 
 inline constexpr Device kCPU{DeviceType::CPU, 0};
-inline Device cuda(int index = 0) { return Device(DeviceType::CUDA, index); }
+inline Device cuda(int index = 0) {
+  return Device(DeviceType::CUDA, index);
+}
 
 std::ostream& operator<<(std::ostream& out, Device device);
 

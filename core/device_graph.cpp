@@ -40,7 +40,8 @@ void DeviceGraph::begin_capture(Stream stream, PoolId pool) {
   GROVE_CHECK(stream.device == device_, "begin_capture: the graph is for ", device_,
               " but the stream is on ", stream.device);
   GROVE_CHECK(!capturing_, "begin_capture: this graph is already capturing; call end_capture");
-  GROVE_CHECK(work_ == nullptr, "begin_capture: this graph already holds captured work; call "
+  GROVE_CHECK(work_ == nullptr,
+              "begin_capture: this graph already holds captured work; call "
               "reset() before capturing again");
   GROVE_CHECK(!grove::is_capturing(stream), "begin_capture: ", stream,
               " is already capturing another graph");
@@ -92,7 +93,8 @@ void DeviceGraph::end_capture() {
 
 void DeviceGraph::replay() {
   GROVE_CHECK(!capturing_, "replay: the graph is still capturing; call end_capture first");
-  GROVE_CHECK(work_ != nullptr, "replay: nothing was captured; call begin_capture and "
+  GROVE_CHECK(work_ != nullptr,
+              "replay: nothing was captured; call begin_capture and "
               "end_capture first");
   if (rng_counters_per_replay_ > 0) {
     default_generator(device_).prepare_replay(rng_cell_.get(), rng_counters_per_replay_);
@@ -108,6 +110,8 @@ void DeviceGraph::reset() {
   }
 }
 
-std::size_t DeviceGraph::num_nodes() const { return work_ ? work_->num_nodes() : 0; }
+std::size_t DeviceGraph::num_nodes() const {
+  return work_ ? work_->num_nodes() : 0;
+}
 
 }  // namespace grove

@@ -4,26 +4,38 @@ namespace grove {
 
 std::size_t element_size(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return 4;
-    case DType::Float64: return 8;
-    case DType::Int64: return 8;
-    case DType::Int32: return 4;
-    case DType::Bool: return 1;
+    case DType::Float32:
+      return 4;
+    case DType::Float64:
+      return 8;
+    case DType::Int64:
+      return 8;
+    case DType::Int32:
+      return 4;
+    case DType::Bool:
+      return 1;
   }
   GROVE_INTERNAL_ASSERT(false, "unknown dtype ", static_cast<int>(dtype));
 }
 
 std::string_view dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::Float32: return "float32";
-    case DType::Float64: return "float64";
-    case DType::Int64: return "int64";
-    case DType::Int32: return "int32";
-    case DType::Bool: return "bool";
+    case DType::Float32:
+      return "float32";
+    case DType::Float64:
+      return "float64";
+    case DType::Int64:
+      return "int64";
+    case DType::Int32:
+      return "int32";
+    case DType::Bool:
+      return "bool";
   }
   GROVE_INTERNAL_ASSERT(false, "unknown dtype ", static_cast<int>(dtype));
 }
 
-std::ostream& operator<<(std::ostream& out, DType dtype) { return out << dtype_name(dtype); }
+std::ostream& operator<<(std::ostream& out, DType dtype) {
+  return out << dtype_name(dtype);
+}
 
 }  // namespace grove

@@ -61,20 +61,20 @@ std::string str(const Parts&... parts) {
 
 }  // namespace grove
 
-#define GROVE_CHECK(cond, ...)                                                              \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]] {                                                             \
-      ::grove::detail::throw_error(::grove::detail::join_message(__VA_ARGS__), __FILE__,    \
-                                   __LINE__);                                               \
-    }                                                                                       \
+#define GROVE_CHECK(cond, ...)                                                           \
+  do {                                                                                   \
+    if (!(cond)) [[unlikely]] {                                                          \
+      ::grove::detail::throw_error(::grove::detail::join_message(__VA_ARGS__), __FILE__, \
+                                   __LINE__);                                            \
+    }                                                                                    \
   } while (false)
 
-#define GROVE_INTERNAL_ASSERT(cond, ...)                                                     \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]] {                                                             \
-      ::grove::detail::throw_internal(#cond, ::grove::detail::join_message(__VA_ARGS__),    \
-                                      __FILE__, __LINE__);                                  \
-    }                                                                                       \
+#define GROVE_INTERNAL_ASSERT(cond, ...)                                                           \
+  do {                                                                                             \
+    if (!(cond)) [[unlikely]] {                                                                    \
+      ::grove::detail::throw_internal(#cond, ::grove::detail::join_message(__VA_ARGS__), __FILE__, \
+                                      __LINE__);                                                   \
+    }                                                                                              \
   } while (false)
 
 // Throws an error of the given type (for example OutOfMemoryError) with a joined message.

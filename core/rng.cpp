@@ -101,8 +101,7 @@ constexpr int kMaxDevicesPerType = 16;
 std::array<std::array<std::unique_ptr<Generator>, kMaxDevicesPerType>, kNumDeviceTypes>&
 generators() {
   static auto* table =
-      new std::array<std::array<std::unique_ptr<Generator>, kMaxDevicesPerType>,
-                     kNumDeviceTypes>();
+      new std::array<std::array<std::unique_ptr<Generator>, kMaxDevicesPerType>, kNumDeviceTypes>();
   return *table;
 }
 std::mutex generators_mutex;

@@ -35,8 +35,8 @@ struct PhiloxCell {
 // What a random kernel needs: plain values, so it may be recorded (trivially copyable).
 struct PhiloxArgs {
   std::uint64_t seed = 0;
-  std::uint64_t offset = 0;             // absolute, or relative to *cell when captured
-  const PhiloxCell* cell = nullptr;    // set while capturing
+  std::uint64_t offset = 0;          // absolute, or relative to *cell when captured
+  const PhiloxCell* cell = nullptr;  // set while capturing
 
   // The seed and first counter to use, read when the kernel runs.
   std::pair<std::uint64_t, std::uint64_t> resolve() const {

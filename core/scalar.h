@@ -17,12 +17,12 @@ class Scalar {
 
   Scalar() : Scalar(std::int64_t{0}) {}
   template <typename T>
-    requires std::is_floating_point_v<T>
-  Scalar(T value) : kind_(Kind::Floating), double_(static_cast<double>(value)) {}  // NOLINT
+  requires std::is_floating_point_v<T> Scalar(T value)
+      : kind_(Kind::Floating), double_(static_cast<double>(value)) {}  // NOLINT
   template <typename T>
-    requires(std::is_integral_v<T> && !std::is_same_v<T, bool>)
-  Scalar(T value) : kind_(Kind::Integral), int_(static_cast<std::int64_t>(value)) {}  // NOLINT
-  Scalar(bool value) : kind_(Kind::Boolean), int_(value ? 1 : 0) {}  // NOLINT
+  requires(std::is_integral_v<T> && !std::is_same_v<T, bool>) Scalar(T value)
+      : kind_(Kind::Integral), int_(static_cast<std::int64_t>(value)) {}  // NOLINT
+  Scalar(bool value) : kind_(Kind::Boolean), int_(value ? 1 : 0) {}       // NOLINT
 
   Kind kind() const { return kind_; }
   bool is_floating_point() const { return kind_ == Kind::Floating; }

@@ -26,6 +26,8 @@ void Storage::set_access_error(std::string message) {
   access_error_ = std::make_unique<std::string>(std::move(message));
 }
 
-void Storage::throw_access_error() const { GROVE_CHECK(false, *access_error_); }
+void Storage::throw_access_error() const {
+  GROVE_CHECK(false, *access_error_);
+}
 
 }  // namespace grove

@@ -40,7 +40,8 @@ class Storage final : public IntrusiveTarget {
 
   // The data pointer for reading or writing. Throws if an access error is set.
   void* data() const {
-    if (access_error_) [[unlikely]] throw_access_error();
+    if (access_error_) [[unlikely]]
+      throw_access_error();
     return data_ptr_.get();
   }
   // The pointer without the access check, for bookkeeping (allocator, weak refs, printing ids).

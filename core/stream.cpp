@@ -74,7 +74,9 @@ void synchronize(Stream stream) {
   capture_backend_for(stream.device).synchronize(stream);
 }
 
-bool is_capturing(Stream stream) { return capture_backend_for(stream.device).is_capturing(stream); }
+bool is_capturing(Stream stream) {
+  return capture_backend_for(stream.device).is_capturing(stream);
+}
 
 void check_not_capturing(Device device, const char* what) {
   Stream stream = current_stream(device);
@@ -82,7 +84,9 @@ void check_not_capturing(Device device, const char* what) {
   const bool capturing = backend.is_capturing(stream) || backend.this_thread_is_capturing();
   GROVE_CHECK(!capturing, "operation not permitted when stream is capturing: ", what,
               " reads tensor data on the host or synchronises, but this thread is capturing a "
-              "graph on ", device, " (CUDA reports this as cudaErrorStreamCaptureUnsupported). "
+              "graph on ",
+              device,
+              " (CUDA reports this as cudaErrorStreamCaptureUnsupported). "
               "Move the host read out of the captured region, or read the result after replay.");
 }
 

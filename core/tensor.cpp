@@ -11,7 +11,8 @@
 namespace grove {
 
 void Tensor::throw_undefined() {
-  GROVE_CHECK(false, "this tensor is undefined (default-constructed); create it with a factory "
+  GROVE_CHECK(false,
+              "this tensor is undefined (default-constructed); create it with a factory "
               "such as empty(), zeros() or from_vector() first");
 }
 
@@ -24,8 +25,8 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
   const std::int64_t low = ndim == 0 ? -1 : -ndim;
   const std::int64_t high = ndim == 0 ? 0 : ndim - 1;
   GROVE_CHECK(dim >= low && dim <= high, op, ": dimension ", dim,
-              " is out of range for a tensor of ", ndim, " dimensions (expected a value in [",
-              low, ", ", high, "])");
+              " is out of range for a tensor of ", ndim, " dimensions (expected a value in [", low,
+              ", ", high, "])");
   return dim < 0 ? dim + std::max<std::int64_t>(ndim, 1) : dim;
 }
 
@@ -34,7 +35,8 @@ namespace {
 // wrap_dim lets dim 0 and -1 through for a 0-d tensor (ops such as squeeze accept them), but a
 // 0-d tensor has no size or stride to read.
 void check_has_dims(const Tensor& tensor, std::int64_t dim, const char* op) {
-  GROVE_CHECK(tensor.dim() > 0, op, ": dimension ", dim, " is out of range for a 0-dimensional "
+  GROVE_CHECK(tensor.dim() > 0, op, ": dimension ", dim,
+              " is out of range for a 0-dimensional "
               "tensor, which has no dimensions (use numel() or item() instead)");
 }
 
@@ -53,7 +55,8 @@ std::int64_t Tensor::stride(std::int64_t dim) const {
 const Tensor& Tensor::requires_grad_(bool requires_grad) const {
   GROVE_CHECK(!requires_grad || is_floating_point(dtype()),
               "requires_grad_: only floating-point tensors can require gradients, but this "
-              "tensor has dtype ", dtype());
+              "tensor has dtype ",
+              dtype());
   checked().set_requires_grad(requires_grad);
   return *this;
 }
@@ -93,8 +96,8 @@ std::vector<T> Tensor::to_vector() const {
   return values;
 }
 
-#define GROVE_INSTANTIATE_HOST_READS(T)        \
-  template T Tensor::item<T>() const;          \
+#define GROVE_INSTANTIATE_HOST_READS(T) \
+  template T Tensor::item<T>() const;   \
   template std::vector<T> Tensor::to_vector<T>() const;
 GROVE_INSTANTIATE_HOST_READS(float)
 GROVE_INSTANTIATE_HOST_READS(double)
@@ -149,7 +152,9 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
   return *this;
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(device()));
@@ -174,7 +179,7 @@ Tensor Tensor::to(DType target) const {
 Tensor Tensor::detach() const {
   const TensorImpl& self = checked();
   return Tensor(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), self.sizes(),
-                                                self.strides(), self.storage_offset()));
+                                               self.strides(), self.storage_offset()));
 }
 
 // --- factories ---
@@ -200,7 +205,8 @@ Tensor filled(IntArrayRef sizes, const Scalar& value, TensorOptions options, con
 
 Tensor empty(IntArrayRef sizes, TensorOptions options) {
   check_sizes(sizes, "empty");
-  const std::size_t nbytes = static_cast<std::size_t>(product(sizes)) * element_size(options.dtype());
+  const std::size_t nbytes =
+      static_cast<std::size_t>(product(sizes)) * element_size(options.dtype());
   StoragePtr storage = Storage::allocate(nbytes, options.device());
   Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
                                                contiguous_strides(sizes), 0));
@@ -214,15 +220,14 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
               strides.size(), " strides");
   std::int64_t extent = 1;  // elements needed: 1 + sum (size - 1) * stride
   for (std::size_t d = 0; d < sizes.size(); ++d) {
-    GROVE_CHECK(strides[d] >= 0, "empty_strided: strides must be non-negative, but got ",
-                strides);
+    GROVE_CHECK(strides[d] >= 0, "empty_strided: strides must be non-negative, but got ", strides);
     if (sizes[d] == 0) extent = 0;
     if (extent != 0) extent += (sizes[d] - 1) * strides[d];
   }
   StoragePtr storage = Storage::allocate(
       static_cast<std::size_t>(extent) * element_size(options.dtype()), options.device());
-  Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes,
-                                               strides, 0));
+  Tensor result(
+      IntrusivePtr<TensorImpl>::make(std::move(storage), options.dtype(), sizes, strides, 0));
   if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
@@ -236,23 +241,29 @@ Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions options) {
 Tensor zeros(IntArrayRef sizes, TensorOptions options) {
   return filled(sizes, 0, options, "zeros");  // float32 unless options say otherwise
 }
-Tensor ones(IntArrayRef sizes, TensorOptions options) { return filled(sizes, 1, options, "ones"); }
+Tensor ones(IntArrayRef sizes, TensorOptions options) {
+  return filled(sizes, 1, options, "ones");
+}
 
 Tensor empty_like(const Tensor& other) {
   return empty(other.sizes(), TensorOptions(other.dtype()).device(other.device()));
 }
 
-Tensor zeros_like(const Tensor& other) { return empty_like(other).zero_(); }
+Tensor zeros_like(const Tensor& other) {
+  return empty_like(other).zero_();
+}
 
-Tensor arange(double end, TensorOptions options) { return arange(0.0, end, 1.0, options); }
+Tensor arange(double end, TensorOptions options) {
+  return arange(0.0, end, 1.0, options);
+}
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
   GROVE_CHECK(step != 0.0, "arange: step must be non-zero");
   GROVE_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
-              "arange: start, end and step must be finite, but got ", start, ", ", end, ", ",
-              step);
+              "arange: start, end and step must be finite, but got ", start, ", ", end, ", ", step);
   GROVE_CHECK((end - start) / step >= 0.0 || start == end, "arange: with step ", step,
-              " the range [", start, ", ", end, ") is empty in the wrong direction; swap start "
+              " the range [", start, ", ", end,
+              ") is empty in the wrong direction; swap start "
               "and end or change the sign of step");
   const auto count = static_cast<std::int64_t>(std::ceil((end - start) / step));
   std::vector<double> values(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));

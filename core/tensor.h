@@ -30,7 +30,7 @@ class TensorOptions {
  public:
   TensorOptions() = default;
   TensorOptions(DType dtype) : dtype_(dtype), has_dtype_(true) {}  // NOLINT: implicit on purpose
-  TensorOptions(Device device) : device_(device) {}                 // NOLINT
+  TensorOptions(Device device) : device_(device) {}                // NOLINT
 
   DType dtype() const { return dtype_; }
   bool has_dtype() const { return has_dtype_; }
@@ -71,7 +71,7 @@ class Tensor {
   // --- metadata (never touches data) ---
   IntArrayRef sizes() const { return checked().sizes(); }
   IntArrayRef strides() const { return checked().strides(); }
-  std::int64_t size(std::int64_t dim) const;    // negative dims count from the end
+  std::int64_t size(std::int64_t dim) const;  // negative dims count from the end
   std::int64_t stride(std::int64_t dim) const;
   std::int64_t dim() const { return checked().dim(); }
   std::int64_t numel() const { return checked().numel(); }
@@ -114,13 +114,13 @@ class Tensor {
   Tensor view(IntArrayRef sizes) const;     // one size may be -1 (inferred)
   Tensor reshape(IntArrayRef sizes) const;  // a view when the strides allow, else a copy
   Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
-  Tensor t() const;                         // transpose of a 2-d tensor
+  Tensor t() const;  // transpose of a 2-d tensor
   Tensor permute(IntArrayRef dims) const;
   // Elements start, start+step, ... < end along dim (Python slicing: negative and out-of-range
   // bounds are clamped).
   Tensor slice(std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step = 1) const;
   Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;  // strict bounds
-  Tensor select(std::int64_t dim, std::int64_t index) const;  // removes dim
+  Tensor select(std::int64_t dim, std::int64_t index) const;                       // removes dim
   Tensor expand(IntArrayRef sizes) const;  // -1 keeps a size; size-1 dims broadcast (stride 0)
   Tensor squeeze() const;                  // drops every size-1 dim
   Tensor squeeze(std::int64_t dim) const;  // drops dim if its size is 1
@@ -132,7 +132,7 @@ class Tensor {
   Tensor clone() const;       // a new contiguous tensor with the same values
   Tensor to(Device device) const;
   Tensor to(DType dtype) const;
-  Tensor detach() const;      // same data, no autograd history, requires_grad false
+  Tensor detach() const;  // same data, no autograd history, requires_grad false
 
   // --- in-place (bump the version counter) ---
   // Copies src into this tensor, broadcasting src and converting its dtype.
@@ -142,7 +142,8 @@ class Tensor {
 
  private:
   TensorImpl& checked() const {
-    if (!impl_) [[unlikely]] throw_undefined();
+    if (!impl_) [[unlikely]]
+      throw_undefined();
     return *impl_;
   }
   [[noreturn]] static void throw_undefined();

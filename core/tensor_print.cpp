@@ -28,7 +28,8 @@ struct Values {
 std::string format_value(const Values& values, std::size_t index, DType dtype) {
   char text[40];
   switch (dtype) {
-    case DType::Bool: return values.integral[index] != 0 ? "True" : "False";
+    case DType::Bool:
+      return values.integral[index] != 0 ? "True" : "False";
     case DType::Int64:
     case DType::Int32:
       std::snprintf(text, sizeof(text), "%lld", static_cast<long long>(values.integral[index]));

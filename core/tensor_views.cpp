@@ -10,8 +10,8 @@ namespace {
 
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides,
                  std::int64_t storage_offset) {
-  return Tensor(IntrusivePtr<TensorImpl>::make(base.storage(), base.dtype(), sizes, strides,
-                                               storage_offset));
+  return Tensor(
+      IntrusivePtr<TensorImpl>::make(base.storage(), base.dtype(), sizes, strides, storage_offset));
 }
 
 // Replaces one -1 in `sizes` by what makes the element count equal `numel`.
@@ -24,8 +24,7 @@ DimVector infer_size(IntArrayRef sizes, std::int64_t numel, const char* op) {
       GROVE_CHECK(!inferred, op, ": only one dimension can be -1, but got shape ", sizes);
       inferred = d;
     } else {
-      GROVE_CHECK(sizes[d] >= 0, op, ": sizes must be non-negative (or -1 once), but got ",
-                  sizes);
+      GROVE_CHECK(sizes[d] >= 0, op, ": sizes must be non-negative (or -1 once), but got ", sizes);
       known *= sizes[d];
     }
   }
@@ -188,22 +187,26 @@ Tensor Tensor::expand(IntArrayRef new_sizes) const {
   for (std::size_t i = 0; i < new_sizes.size(); ++i) {
     const std::int64_t wanted = new_sizes[i];
     if (i < leading) {
-      GROVE_CHECK(wanted >= 0, "expand: new leading dimensions cannot be -1 or negative, but "
-                  "got ", new_sizes);
+      GROVE_CHECK(wanted >= 0,
+                  "expand: new leading dimensions cannot be -1 or negative, but "
+                  "got ",
+                  new_sizes);
       sizes[i] = wanted;
       strides[i] = 0;
       continue;
     }
     const std::int64_t have = this->sizes()[i - leading];
     const std::int64_t stride = this->strides()[i - leading];
-    GROVE_CHECK(wanted >= -1, "expand: sizes must be non-negative (or -1 to keep a size), but "
-                "got ", new_sizes);
+    GROVE_CHECK(wanted >= -1,
+                "expand: sizes must be non-negative (or -1 to keep a size), but "
+                "got ",
+                new_sizes);
     if (wanted == -1 || wanted == have) {
       sizes[i] = have;
       strides[i] = stride;
     } else {
-      GROVE_CHECK(have == 1 && wanted >= 0, "expand: cannot expand shape ", this->sizes(),
-                  " to ", new_sizes, ": dimension ", i, " has size ", have,
+      GROVE_CHECK(have == 1 && wanted >= 0, "expand: cannot expand shape ", this->sizes(), " to ",
+                  new_sizes, ": dimension ", i, " has size ", have,
                   ", and only size-1 dimensions can be expanded");
       sizes[i] = wanted;
       strides[i] = 0;
@@ -247,8 +250,7 @@ Tensor Tensor::unsqueeze(std::int64_t dim_in) const {
   const std::int64_t d = dim_in < 0 ? dim_in + positions : dim_in;
   DimVector sizes(this->sizes());
   DimVector strides(this->strides());
-  const std::int64_t stride =
-      d < dim() ? this->sizes()[d] * this->strides()[d] : 1;
+  const std::int64_t stride = d < dim() ? this->sizes()[d] * this->strides()[d] : 1;
   sizes.insert(static_cast<std::size_t>(d), 1);
   strides.insert(static_cast<std::size_t>(d), stride);
   return make_view(*this, sizes, strides, storage_offset());
@@ -268,11 +270,10 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
     if (sizes[d] == 0) empty_view = true;
     last += (sizes[d] - 1) * strides[d];
   }
-  const auto capacity =
-      static_cast<std::int64_t>(storage()->nbytes() / element_size(dtype()));
-  GROVE_CHECK(empty_view || last < capacity, "as_strided: sizes ", sizes, " with strides ",
-              strides, " and offset ", storage_offset, " reach element ", last,
-              ", beyond the storage's ", capacity, " elements");
+  const auto capacity = static_cast<std::int64_t>(storage()->nbytes() / element_size(dtype()));
+  GROVE_CHECK(empty_view || last < capacity, "as_strided: sizes ", sizes, " with strides ", strides,
+              " and offset ", storage_offset, " reach element ", last, ", beyond the storage's ",
+              capacity, " elements");
   return make_view(*this, sizes, strides, storage_offset);
 }
 

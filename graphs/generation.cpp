@@ -9,9 +9,13 @@ thread_local int invocation_depth = 0;
 
 }  // namespace
 
-void mark_step_begin() { ++mark_step_generation; }
+void mark_step_begin() {
+  ++mark_step_generation;
+}
 
-bool user_marked_steps() { return mark_step_generation != 0; }
+bool user_marked_steps() {
+  return mark_step_generation != 0;
+}
 
 std::uint64_t current_generation() {
   // Separate ranges so that switching to marked steps always looks like a new generation.
@@ -23,6 +27,8 @@ InvocationScope::InvocationScope(bool advances_generation) : top_level_(invocati
   ++invocation_depth;
 }
 
-InvocationScope::~InvocationScope() { --invocation_depth; }
+InvocationScope::~InvocationScope() {
+  --invocation_depth;
+}
 
 }  // namespace grove::graphs

@@ -2,10 +2,10 @@
 //
 // Every top-level invocation of a managed function (one not nested inside another managed call)
 // advances the calling thread's generation, except backward calls: a backward belongs to the
-// step of its forward (mod2(mod1(x)) followed by two backwards is one step). Once the user calls mark_step_begin(), only calls of
-// mark_step_begin() start generations (explicit step boundaries, as in the reference design).
-// A tree manager that sees a newer generation than the one its current path ran in may end that
-// path and free (and poison) the outputs still held from it.
+// step of its forward (mod2(mod1(x)) followed by two backwards is one step). Once the user calls
+// mark_step_begin(), only calls of mark_step_begin() start generations (explicit step boundaries,
+// as in the reference design). A tree manager that sees a newer generation than the one its current
+// path ran in may end that path and free (and poison) the outputs still held from it.
 #pragma once
 
 #include <cstdint>

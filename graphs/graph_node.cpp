@@ -14,8 +14,8 @@ namespace {
 Tensor non_owning_tensor(void* storage_data, std::size_t nbytes, Device device, DType dtype,
                          IntArrayRef sizes, IntArrayRef strides, std::int64_t storage_offset) {
   StoragePtr storage = Storage::wrap(DataPtr(storage_data, device), nbytes);
-  return Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), dtype, sizes, strides,
-                                               storage_offset));
+  return Tensor(
+      IntrusivePtr<TensorImpl>::make(std::move(storage), dtype, sizes, strides, storage_offset));
 }
 
 // Narrows every expanded (stride-0) dim to size 1, so a copy writes each element once.
@@ -45,13 +45,20 @@ std::vector<PathIndex> changed_indices(const PathLiveness& before, const PathLiv
 
 const char* alias_name(OutputPlan::Alias alias) {
   switch (alias) {
-    case OutputPlan::Alias::Undefined: return "undefined";
-    case OutputPlan::Alias::Empty: return "empty";
-    case OutputPlan::Alias::NewStorage: return "new storage";
-    case OutputPlan::Alias::SameCallOutput: return "alias of an output of the same call";
-    case OutputPlan::Alias::PriorPathOutput: return "alias of an earlier graph's output";
-    case OutputPlan::Alias::StaticInput: return "alias of a static input";
-    case OutputPlan::Alias::CopiedInput: return "alias of a copied input";
+    case OutputPlan::Alias::Undefined:
+      return "undefined";
+    case OutputPlan::Alias::Empty:
+      return "empty";
+    case OutputPlan::Alias::NewStorage:
+      return "new storage";
+    case OutputPlan::Alias::SameCallOutput:
+      return "alias of an output of the same call";
+    case OutputPlan::Alias::PriorPathOutput:
+      return "alias of an earlier graph's output";
+    case OutputPlan::Alias::StaticInput:
+      return "alias of a static input";
+    case OutputPlan::Alias::CopiedInput:
+      return "alias of a copied input";
   }
   return "?";
 }
@@ -92,8 +99,8 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
     const OutputPlan& plan = plans_[i];
     if (plan.alias != OutputPlan::Alias::CopiedInput) continue;
     const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
-    outputs[i] = input.as_strided(plan.sizes, plan.strides,
-                                  input.storage_offset() + plan.storage_offset);
+    outputs[i] =
+        input.as_strided(plan.sizes, plan.strides, input.storage_offset() + plan.storage_offset);
   }
   liveness_after_ = path_liveness();
   for (std::size_t depth = 0; depth < liveness_after_.size(); ++depth) {
@@ -211,7 +218,8 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
       output_refs_[i] = StorageWeakRef(output.storage());
     } else {
       GROVE_CHECK(in_pool(plan.storage_data), "recording '", function().label(), "': output ", i,
-                  " (at ", format_pointer(plan.storage_data), ") was neither allocated by the "
+                  " (at ", format_pointer(plan.storage_data),
+                  ") was neither allocated by the "
                   "function nor is it a static input; a replay could not keep it valid. List "
                   "the tensor it comes from in static_input_indices, or return a clone().");
       plan.alias = OutputPlan::Alias::NewStorage;
@@ -233,7 +241,8 @@ InvariantStatus GraphNode::check_invariants(const TensorList& inputs) const {
     }
   }
   for (const auto& [depth, i] : expected_dead_before_) {
-    if (!path()[static_cast<std::size_t>(depth)]->output_refs()[static_cast<std::size_t>(i)]
+    if (!path()[static_cast<std::size_t>(depth)]
+             ->output_refs()[static_cast<std::size_t>(i)]
              .expired()) {
       return InvariantStatus::ExpectedDeadAreLive;
     }
@@ -267,7 +276,8 @@ std::string GraphNode::describe_mismatch(InvariantStatus status, const TensorLis
 
 bool GraphNode::all_outputs_are_dead() const {
   for (const auto& [depth, i] : live_after_) {
-    if (!path()[static_cast<std::size_t>(depth)]->output_refs()[static_cast<std::size_t>(i)]
+    if (!path()[static_cast<std::size_t>(depth)]
+             ->output_refs()[static_cast<std::size_t>(i)]
              .expired()) {
       return false;
     }
@@ -307,7 +317,8 @@ TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
     const OutputPlan& plan = plans_[i];
     StoragePtr storage;
     switch (plan.alias) {
-      case OutputPlan::Alias::Undefined: continue;
+      case OutputPlan::Alias::Undefined:
+        continue;
       case OutputPlan::Alias::Empty:
         storage = Storage::wrap(DataPtr(nullptr, device_), 0);
         break;

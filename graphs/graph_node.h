@@ -90,7 +90,8 @@ class GraphNode final : public TreeNode {
  private:
   void classify_inputs(const TensorList& inputs);
   TensorList make_recording_inputs(const TensorList& inputs, const RecordContext& context);
-  void plan_outputs(const TensorList& inputs, const TensorList& outputs, const RecordContext& context);
+  void plan_outputs(const TensorList& inputs, const TensorList& outputs,
+                    const RecordContext& context);
   TensorList reconstruct_outputs(const TensorList& inputs);
 
   std::unique_ptr<DeviceGraph> graph_;
@@ -98,9 +99,9 @@ class GraphNode final : public TreeNode {
   Stream stream_;
   std::vector<const void*> static_addresses_;  // per input; null unless static or managed
   std::vector<int> managed_inputs_;
-  std::vector<int> static_inputs_;             // declared static, not managed
-  std::vector<int> copied_inputs_;             // neither: copied into input_buffers_
-  std::vector<Tensor> input_buffers_;          // per input; non-owning views of pool memory
+  std::vector<int> static_inputs_;     // declared static, not managed
+  std::vector<int> copied_inputs_;     // neither: copied into input_buffers_
+  std::vector<Tensor> input_buffers_;  // per input; non-owning views of pool memory
   std::vector<std::vector<std::int64_t>> expanded_dims_;  // per input: stride-0 dims
   PathLiveness liveness_before_;
   PathLiveness liveness_after_;

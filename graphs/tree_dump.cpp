@@ -43,9 +43,9 @@ std::string TreeManager::dump_text() const {
     return false;
   };
   visit_nodes(roots_, 0, [&](const GraphNode& node, int depth) {
-    out << std::string(2 * static_cast<std::size_t>(depth + 1), ' ') << (on_path(node) ? "* " : "- ")
-        << "graph node " << node.id() << ": " << describe(node) << ", " << node.num_kernels()
-        << " kernels\n";
+    out << std::string(2 * static_cast<std::size_t>(depth + 1), ' ')
+        << (on_path(node) ? "* " : "- ") << "graph node " << node.id() << ": " << describe(node)
+        << ", " << node.num_kernels() << " kernels\n";
   });
   for (const auto& warmup : warmup_chain_) {
     out << "  * warm-up node " << warmup->id() << ": " << describe(*warmup) << "\n";
@@ -59,10 +59,11 @@ std::string TreeManager::dump_dot() const {
   out << "digraph graph_trees {\n  node [shape=box, fontname=monospace];\n";
   visit_nodes(roots_, 0, [&](const GraphNode& node, int) {
     out << "  n" << node.id() << " [label=\"node " << node.id() << "\\nfunction "
-        << node.function().id << " " << node.function().label() << "\\n" << node.output_refs().size() << " outputs, "
-        << node.num_live_outputs() << " live\"" << (&node == current_ ? ", style=bold" : "")
-        << "];\n";
-    if (node.parent() != nullptr) out << "  n" << node.parent()->id() << " -> n" << node.id() << ";\n";
+        << node.function().id << " " << node.function().label() << "\\n"
+        << node.output_refs().size() << " outputs, " << node.num_live_outputs() << " live\""
+        << (&node == current_ ? ", style=bold" : "") << "];\n";
+    if (node.parent() != nullptr)
+      out << "  n" << node.parent()->id() << " -> n" << node.id() << ";\n";
   });
   for (const auto& warmup : warmup_chain_) {
     out << "  w" << -warmup->id() << " [label=\"warm-up " << warmup->id() << "\\n"

@@ -69,28 +69,37 @@ bool contains(const std::vector<int>& values, int value) {
 
 const char* mode_name(FunctionMode mode) {
   switch (mode) {
-    case FunctionMode::Forward: return "forward";
-    case FunctionMode::Backward: return "backward";
-    case FunctionMode::Inference: return "inference";
+    case FunctionMode::Forward:
+      return "forward";
+    case FunctionMode::Backward:
+      return "backward";
+    case FunctionMode::Inference:
+      return "inference";
   }
   return "?";
 }
 
 const char* state_name(PathState state) {
   switch (state) {
-    case PathState::None: return "none";
-    case PathState::Warmup: return "warm-up";
-    case PathState::Recording: return "recording";
-    case PathState::Execution: return "execution";
+    case PathState::None:
+      return "none";
+    case PathState::Warmup:
+      return "warm-up";
+    case PathState::Recording:
+      return "recording";
+    case PathState::Execution:
+      return "execution";
   }
   return "?";
 }
 
 TensorList ManagedFunction::operator()(TensorList inputs) const {
-  GROVE_CHECK(manager_ != nullptr, "this ManagedFunction is empty; get one from "
+  GROVE_CHECK(manager_ != nullptr,
+              "this ManagedFunction is empty; get one from "
               "TreeManager::add_function");
   std::shared_ptr<const bool> alive = manager_alive_.lock();
-  GROVE_CHECK(alive != nullptr, "this ManagedFunction's tree manager no longer exists (it was "
+  GROVE_CHECK(alive != nullptr,
+              "this ManagedFunction's tree manager no longer exists (it was "
               "destroyed, or the thread that owned it ended); add the function to a live manager");
   return manager_->run(callable_id_, std::move(inputs));
 }
@@ -112,8 +121,8 @@ TreeManager::~TreeManager() {
 }
 
 ManagedFunction TreeManager::add_function(WrappedFunction function) {
-  GROVE_CHECK(static_cast<bool>(function.callable), "add_function: the function '",
-              function.name, "' has no callable");
+  GROVE_CHECK(static_cast<bool>(function.callable), "add_function: the function '", function.name,
+              "' has no callable");
   Callable& callable = callables_.emplace_back();
   callable.wrapped = std::move(function);
   return ManagedFunction(this, alive_, static_cast<int>(callables_.size()) - 1);
@@ -149,7 +158,8 @@ bool TreeManager::backward_still_pending() const {
 // --- the call path ---
 
 TensorList TreeManager::run(int callable_id, TensorList inputs) {
-  GROVE_CHECK(std::this_thread::get_id() == thread_, "a managed function must be called on the "
+  GROVE_CHECK(std::this_thread::get_id() == thread_,
+              "a managed function must be called on the "
               "thread whose tree manager created it (managers are per device and per thread)");
   Callable& callable = callables_[static_cast<std::size_t>(callable_id)];
   const FunctionMode mode = callable.wrapped.mode;
@@ -184,13 +194,13 @@ FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& input
       return functions_[static_cast<std::size_t>(signature.function_id)];
     }
   }
-  for (const auto* list : {&callable.wrapped.static_input_indices,
-                           &callable.wrapped.mutated_input_indices}) {
+  for (const auto* list :
+       {&callable.wrapped.static_input_indices, &callable.wrapped.mutated_input_indices}) {
     for (int index : *list) {
       GROVE_CHECK(index >= 0 && index < static_cast<int>(inputs.size()), "graphed function '",
                   callable.wrapped.name, "': input index ", index, " in ",
                   list == &callable.wrapped.static_input_indices ? "static_input_indices"
-                                                                  : "mutated_input_indices",
+                                                                 : "mutated_input_indices",
                   " is out of range for a call with ", inputs.size(), " inputs");
     }
   }
@@ -208,10 +218,13 @@ FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& input
       !callable.warned_dynamic) {
     callable.warned_dynamic = true;
     warn(str("graphed function '", callable.wrapped.name, "' has been called with ",
-             callable.signatures.size(), " distinct input signatures (shapes, strides, dtypes); "
+             callable.signatures.size(),
+             " distinct input signatures (shapes, strides, dtypes); "
              "each gets graphs of its own, which costs recording time and memory. Pad inputs to "
              "a few fixed shapes, or set TreeOptions::skip_dynamic_graphs to run signatures "
-             "past the first ", limit, " eagerly (set dynamic_shape_warn_limit = 0 to silence "
+             "past the first ",
+             limit,
+             " eagerly (set dynamic_shape_warn_limit = 0 to silence "
              "this warning)."));
   }
   return function;
@@ -251,13 +264,16 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
       if (count > options_.rerecord_limit) {
         return run_eagerly(function, inputs,
                            str("re-record limit: '", function.label(), "' was re-recorded ",
-                               options_.rerecord_limit, " times at this tree position; last "
-                               "because ", rerecord_reason));
+                               options_.rerecord_limit,
+                               " times at this tree position; last "
+                               "because ",
+                               rerecord_reason));
       }
       ++counters_.rerecords;
       if (count == 1) {
-        warn(str("re-recording graphed function '", function.label(), "' because ",
-                 rerecord_reason, " (after ", options_.rerecord_limit, " re-recordings at one "
+        warn(str("re-recording graphed function '", function.label(), "' because ", rerecord_reason,
+                 " (after ", options_.rerecord_limit,
+                 " re-recordings at one "
                  "tree position it runs eagerly there)"));
       }
     }
@@ -321,7 +337,9 @@ void TreeManager::try_end_recording(FunctionInfo& function) {
   }
 }
 
-void TreeManager::try_end_warmup(FunctionInfo& function) { try_end_recording(function); }
+void TreeManager::try_end_warmup(FunctionInfo& function) {
+  try_end_recording(function);
+}
 
 void TreeManager::try_end_execution() {
   if (current_ == nullptr) return;
@@ -340,9 +358,9 @@ void TreeManager::end_generation() {
       StoragePtr storage = refs[i].lock();
       if (!storage || !done.insert(storage.get()).second) continue;
       storage->set_access_error(str(
-          "this tensor is output ", i, " of graphed function '", node->function().label(),
-          "' (", node->kind() == TreeNode::Kind::Graph ? "graph" : "warm-up", " node ",
-          node->id(), ") from an earlier step, and a later call has since reused its memory. "
+          "this tensor is output ", i, " of graphed function '", node->function().label(), "' (",
+          node->kind() == TreeNode::Kind::Graph ? "graph" : "warm-up", " node ", node->id(),
+          ") from an earlier step, and a later call has since reused its memory. "
           "Keep an output across calls by clone()-ing it before the next call, or call "
           "graphs::mark_step_begin() before each iteration so that steps end where you say."));
       storage->free_and_remove_deleter();
@@ -374,7 +392,8 @@ void TreeManager::warn_pending_backwards(FunctionInfo& function) {
   }
   if (parent_functions.size() == repeats.size() - 1) return;
   function.warned_pending_backward = true;
-  warn(str("graphed function '", function.label(), "' cannot reach the fast path (replaying "
+  warn(str("graphed function '", function.label(),
+           "' cannot reach the fast path (replaying "
            "its graphs): a forward is still waiting for its backward, so each call extends the "
            "current path instead of starting a new step. Run the backward, use "
            "FunctionMode::Inference for calls that have none, or call "
@@ -401,7 +420,8 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
       continue;
     }
     function.mutated_inputs.push_back(index);
-    std::erase_if(mutation_hints_, [&](const auto& hint) { return hint.first.second == function.id; });
+    std::erase_if(mutation_hints_,
+                  [&](const auto& hint) { return hint.first.second == function.id; });
     warn(str("graphed function '", function.label(), "' wrote to input ", index,
              " during its warm-up, but that input is not in mutated_input_indices; grove "
              "treats it as mutated from now on (list it to silence this warning)"));
@@ -433,8 +453,8 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
   } catch (const Error& error) {
     // The function cannot be captured (a host read, a synchronisation, ...): remember that, so
     // later calls at this position run eagerly instead of failing again.
-    std::string reason = str("capture failed: recording '", function.label(), "' threw: ",
-                             error.message());
+    std::string reason =
+        str("capture failed: recording '", function.label(), "' threw: ", error.message());
     mutation_hints_[{node_key(), function.id}] = reason;
     return run_eagerly(function, inputs, reason);
   }
@@ -461,7 +481,8 @@ TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
 TensorList TreeManager::run_eagerly(FunctionInfo& function, const TensorList& inputs,
                                     const std::string& reason) {
   GROVE_CHECK(!options_.or_error, "graphed function '", function.label(),
-              "' cannot run as a graph: ", reason, " (TreeOptions::or_error is set, so this is "
+              "' cannot run as a graph: ", reason,
+              " (TreeOptions::or_error is set, so this is "
               "an error instead of an eager fallback)");
   const std::string kind = reason.substr(0, reason.find(':'));
   if (counters_.fallback_reasons[kind + " (" + function.label() + ")"]++ == 0) {
@@ -492,7 +513,8 @@ void TreeManager::apply_checkpoint() {
       const auto* address = reinterpret_cast<void*>(block.address);
       GROVE_CHECK(!block.allocated || std::find(live_addresses.begin(), live_addresses.end(),
                                                 address) != live_addresses.end(),
-                  "graph trees: a block of the graph pool (", block.size, " bytes) is held by a "
+                  "graph trees: a block of the graph pool (", block.size,
+                  " bytes) is held by a "
                   "tensor that is not an output of the current path, for example one kept in a "
                   "graphed function's closure. Graphed functions must return what they allocate "
                   "and keep no tensors from their calls; the graphs cannot keep its memory safe.");
@@ -507,7 +529,8 @@ void TreeManager::apply_checkpoint() {
 
 std::vector<std::unique_ptr<GraphNode>>& TreeManager::siblings_for(int function_id) {
   if (current_ == nullptr) return roots_[function_id];
-  GROVE_INTERNAL_ASSERT(current_->kind() == TreeNode::Kind::Graph, "warm-up nodes have no children");
+  GROVE_INTERNAL_ASSERT(current_->kind() == TreeNode::Kind::Graph,
+                        "warm-up nodes have no children");
   return static_cast<GraphNode*>(current_)->children()[function_id];
 }
 

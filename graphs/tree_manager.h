@@ -136,8 +136,8 @@ class TreeManager {
   Stream stream_;
   PoolId pool_;
 
-  std::deque<Callable> callables_;          // stable addresses
-  std::deque<FunctionInfo> functions_;      // one per (callable, input signature)
+  std::deque<Callable> callables_;      // stable addresses
+  std::deque<FunctionInfo> functions_;  // one per (callable, input signature)
   std::map<int, std::vector<std::unique_ptr<GraphNode>>> roots_;
   std::vector<std::unique_ptr<WarmupNode>> warmup_chain_;  // warm-up nodes of the current path
   TreeNode* current_ = nullptr;

@@ -108,8 +108,11 @@ void WarmupNode::track_outputs(
     }
     // Outputs of earlier nodes passed through are tracked by those nodes already.
     if (track && parent() != nullptr && parent()->find_live_path_output(output)) track = false;
-    GROVE_CHECK(!track || in_pool(output.storage()->unchecked_data()), "warm-up of graphed "
-                "function '", function().label(), "': output ", i, " was neither allocated by "
+    GROVE_CHECK(!track || in_pool(output.storage()->unchecked_data()),
+                "warm-up of graphed "
+                "function '",
+                function().label(), "': output ", i,
+                " was neither allocated by "
                 "the function nor is it one of its inputs (a tensor kept in its closure?); a "
                 "graph could not keep it valid. Pass that tensor as an input (a static input "
                 "for parameters), or return a clone().");

@@ -35,7 +35,7 @@ struct FunctionInfo {
   bool warmed_up = false;
   bool warned_pending_backward = false;
   bool warned_mutation = false;
-  std::string label() const;                 // "name" or "name#k" for later signatures
+  std::string label() const;  // "name" or "name#k" for later signatures
 };
 
 class TreeNode {

@@ -61,14 +61,14 @@ struct TreeOptions {
 };
 
 struct TreeCounters {
-  std::uint64_t warmups = 0;          // eager runs in the pool (first calls, or after warm-ups)
+  std::uint64_t warmups = 0;  // eager runs in the pool (first calls, or after warm-ups)
   std::uint64_t recordings = 0;
   std::uint64_t replays = 0;
   std::uint64_t checkpoints = 0;      // pool restored from a node's checkpoint
   std::uint64_t rerecords = 0;        // recordings caused by moved static/managed inputs
   std::uint64_t eager_fallbacks = 0;  // calls run eagerly outside the pool
   std::uint64_t poisoned_outputs = 0;
-  std::uint64_t generations = 0;      // new generations started
+  std::uint64_t generations = 0;  // new generations started
   std::map<std::string, std::uint64_t> fallback_reasons;
 };
 

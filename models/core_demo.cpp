@@ -10,7 +10,9 @@
 namespace grove::models {
 namespace {
 
-void expect(bool ok, const char* what) { GROVE_CHECK(ok, "demo step failed: ", what); }
+void expect(bool ok, const char* what) {
+  GROVE_CHECK(ok, "demo step failed: ", what);
+}
 
 }  // namespace
 
@@ -41,7 +43,7 @@ int run_core_demo(std::ostream& out) {
   {
     StreamGuard guard(stream);
     graph.begin_capture(stream);
-    output = input.clone();     // allocated in the graph's private pool; copy recorded
+    output = input.clone();  // allocated in the graph's private pool; copy recorded
     output.slice(0, 0, 2).fill_(7);
     graph.end_capture();
   }
@@ -58,9 +60,9 @@ int run_core_demo(std::ostream& out) {
 
   AllocatorStats stats = allocator.stats();
   out << "\n== 5. Allocator: " << format_bytes(stats.allocated_bytes) << " allocated, "
-      << format_bytes(stats.reserved_bytes) << " reserved (" << format_bytes(stats.private_pool_bytes)
-      << " in private pools), " << stats.num_allocations << " allocations, " << stats.cache_hits
-      << " cache hits\n";
+      << format_bytes(stats.reserved_bytes) << " reserved ("
+      << format_bytes(stats.private_pool_bytes) << " in private pools), " << stats.num_allocations
+      << " allocations, " << stats.cache_hits << " cache hits\n";
   out << "\ndemo finished: all checks passed\n";
   return 0;
 }

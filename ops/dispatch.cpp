@@ -28,7 +28,9 @@ std::string_view op_name(OpKind kind) {
   return index < std::size(kOpNames) ? kOpNames[index] : "unknown op";
 }
 
-std::ostream& operator<<(std::ostream& out, OpKind kind) { return out << op_name(kind); }
+std::ostream& operator<<(std::ostream& out, OpKind kind) {
+  return out << op_name(kind);
+}
 
 std::string describe_inputs(const OpCall& call) {
   std::ostringstream out;
@@ -42,8 +44,8 @@ std::string describe_inputs(const OpCall& call) {
       if (!input.device().is_cpu()) out << " on " << input.device();
     }
   }
-  if (call.attributes.has_scalar) out << (call.inputs.empty() ? "" : ", ") << "scalar "
-                                      << call.attributes.scalar;
+  if (call.attributes.has_scalar)
+    out << (call.inputs.empty() ? "" : ", ") << "scalar " << call.attributes.scalar;
   return out.str();
 }
 

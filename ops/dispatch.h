@@ -35,13 +35,13 @@ namespace grove::ops {
 // The non-tensor arguments of a call, in one copyable form (autograd and tracing keep them).
 // Each op documents which fields it uses, next to its OpEntry.
 struct OpAttributes {
-  DimVector ints;                   // dims, sizes, kernel sizes, strides, paddings, indices
-  std::array<double, 4> reals{};    // eps, probabilities, clamp bounds, exponents
-  Scalar scalar;                    // scalar operand (add(x, 2)) or fill value
-  bool has_scalar = false;          // binary op whose right operand is `scalar`
-  bool flag = false;                // keepdim, training, approximate, ...
-  DType dtype = DType::Float32;     // output dtype for factories
-  Generator* generator = nullptr;   // random ops; null: the device's default generator
+  DimVector ints;                  // dims, sizes, kernel sizes, strides, paddings, indices
+  std::array<double, 4> reals{};   // eps, probabilities, clamp bounds, exponents
+  Scalar scalar;                   // scalar operand (add(x, 2)) or fill value
+  bool has_scalar = false;         // binary op whose right operand is `scalar`
+  bool flag = false;               // keepdim, training, approximate, ...
+  DType dtype = DType::Float32;    // output dtype for factories
+  Generator* generator = nullptr;  // random ops; null: the device's default generator
 };
 
 struct OpCall {
@@ -132,6 +132,6 @@ class OpObserverGuard {
 
 // Checks an op's own rule inside `infer`; the error names the op and describes its inputs:
 //   GROVE_OP_CHECK(call, a.dim() == 2, "expected a 2-d input, but got ", a.dim(), " dims");
-#define GROVE_OP_CHECK(call, cond, ...)                                                   \
-  GROVE_CHECK(cond, ::grove::ops::op_name((call).kind), ": ", __VA_ARGS__, " (inputs: ",   \
-              ::grove::ops::describe_inputs(call), ")")
+#define GROVE_OP_CHECK(call, cond, ...)                                    \
+  GROVE_CHECK(cond, ::grove::ops::op_name((call).kind), ": ", __VA_ARGS__, \
+              " (inputs: ", ::grove::ops::describe_inputs(call), ")")

@@ -11,7 +11,9 @@
 namespace grove::ops {
 namespace {
 
-bool is_arithmetic(DType dtype) { return dtype != DType::Bool; }
+bool is_arithmetic(DType dtype) {
+  return dtype != DType::Bool;
+}
 
 // A scalar operand must fit the tensor's dtype without losing its meaning.
 void check_scalar(const OpCall& call, DType dtype) {
@@ -110,7 +112,7 @@ GROVE_ENTRY(Gt, infer_comparison, binary)
 GROVE_ENTRY(Ge, infer_comparison, binary)
 GROVE_ENTRY(Where, infer_where, where)
 GROVE_ENTRY(MaskedFill, infer_masked_fill, masked_fill)
-GROVE_ENTRY(Clamp, infer_clamp, unary)      // reals[0], reals[1]: bounds
+GROVE_ENTRY(Clamp, infer_clamp, unary)  // reals[0], reals[1]: bounds
 GROVE_ENTRY(Neg, infer_unary_numeric, unary)
 GROVE_ENTRY(Exp, infer_unary_floating, unary)
 GROVE_ENTRY(Log, infer_unary_floating, unary)
@@ -144,29 +146,73 @@ Tensor unary(const OpEntry& entry, const Tensor& x, double real = 0.0, bool flag
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(kAdd, a, b); }
-Tensor add(const Tensor& a, const Scalar& b) { return binary(kAdd, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(kSub, a, b); }
-Tensor sub(const Tensor& a, const Scalar& b) { return binary(kSub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(kMul, a, b); }
-Tensor mul(const Tensor& a, const Scalar& b) { return binary(kMul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(kDiv, a, b); }
-Tensor div(const Tensor& a, const Scalar& b) { return binary(kDiv, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(kMaximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(kMinimum, a, b); }
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary(kAdd, a, b);
+}
+Tensor add(const Tensor& a, const Scalar& b) {
+  return binary(kAdd, a, b);
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary(kSub, a, b);
+}
+Tensor sub(const Tensor& a, const Scalar& b) {
+  return binary(kSub, a, b);
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return binary(kMul, a, b);
+}
+Tensor mul(const Tensor& a, const Scalar& b) {
+  return binary(kMul, a, b);
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return binary(kDiv, a, b);
+}
+Tensor div(const Tensor& a, const Scalar& b) {
+  return binary(kDiv, a, b);
+}
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return binary(kMaximum, a, b);
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return binary(kMinimum, a, b);
+}
 
-Tensor eq(const Tensor& a, const Tensor& b) { return binary(kEq, a, b); }
-Tensor eq(const Tensor& a, const Scalar& b) { return binary(kEq, a, b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return binary(kNe, a, b); }
-Tensor ne(const Tensor& a, const Scalar& b) { return binary(kNe, a, b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return binary(kLt, a, b); }
-Tensor lt(const Tensor& a, const Scalar& b) { return binary(kLt, a, b); }
-Tensor le(const Tensor& a, const Tensor& b) { return binary(kLe, a, b); }
-Tensor le(const Tensor& a, const Scalar& b) { return binary(kLe, a, b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return binary(kGt, a, b); }
-Tensor gt(const Tensor& a, const Scalar& b) { return binary(kGt, a, b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return binary(kGe, a, b); }
-Tensor ge(const Tensor& a, const Scalar& b) { return binary(kGe, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return binary(kEq, a, b);
+}
+Tensor eq(const Tensor& a, const Scalar& b) {
+  return binary(kEq, a, b);
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+  return binary(kNe, a, b);
+}
+Tensor ne(const Tensor& a, const Scalar& b) {
+  return binary(kNe, a, b);
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+  return binary(kLt, a, b);
+}
+Tensor lt(const Tensor& a, const Scalar& b) {
+  return binary(kLt, a, b);
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+  return binary(kLe, a, b);
+}
+Tensor le(const Tensor& a, const Scalar& b) {
+  return binary(kLe, a, b);
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+  return binary(kGt, a, b);
+}
+Tensor gt(const Tensor& a, const Scalar& b) {
+  return binary(kGt, a, b);
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+  return binary(kGe, a, b);
+}
+Tensor ge(const Tensor& a, const Scalar& b) {
+  return binary(kGe, a, b);
+}
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   return dispatch(kWhere, {condition, a, b})[0];
@@ -185,16 +231,38 @@ Tensor clamp(const Tensor& x, double low, double high) {
   return dispatch(kClamp, {x}, attributes)[0];
 }
 
-Tensor neg(const Tensor& x) { return unary(kNeg, x); }
-Tensor exp(const Tensor& x) { return unary(kExp, x); }
-Tensor log(const Tensor& x) { return unary(kLog, x); }
-Tensor sqrt(const Tensor& x) { return unary(kSqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(kRsqrt, x); }
-Tensor pow(const Tensor& x, double exponent) { return unary(kPow, x, exponent); }
-Tensor abs(const Tensor& x) { return unary(kAbs, x); }
-Tensor tanh(const Tensor& x) { return unary(kTanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(kSigmoid, x); }
-Tensor relu(const Tensor& x) { return unary(kRelu, x); }
-Tensor gelu(const Tensor& x, bool approximate) { return unary(kGelu, x, 0.0, approximate); }
+Tensor neg(const Tensor& x) {
+  return unary(kNeg, x);
+}
+Tensor exp(const Tensor& x) {
+  return unary(kExp, x);
+}
+Tensor log(const Tensor& x) {
+  return unary(kLog, x);
+}
+Tensor sqrt(const Tensor& x) {
+  return unary(kSqrt, x);
+}
+Tensor rsqrt(const Tensor& x) {
+  return unary(kRsqrt, x);
+}
+Tensor pow(const Tensor& x, double exponent) {
+  return unary(kPow, x, exponent);
+}
+Tensor abs(const Tensor& x) {
+  return unary(kAbs, x);
+}
+Tensor tanh(const Tensor& x) {
+  return unary(kTanh, x);
+}
+Tensor sigmoid(const Tensor& x) {
+  return unary(kSigmoid, x);
+}
+Tensor relu(const Tensor& x) {
+  return unary(kRelu, x);
+}
+Tensor gelu(const Tensor& x, bool approximate) {
+  return unary(kGelu, x, 0.0, approximate);
+}
 
 }  // namespace grove::ops

@@ -61,14 +61,32 @@ Tensor gelu(const Tensor& x, bool approximate = false);
 namespace grove {
 
 // Operators for readable model code: a + b, a * 2, -a, ...
-inline Tensor operator+(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
-inline Tensor operator+(const Tensor& a, const Scalar& b) { return ops::add(a, b); }
-inline Tensor operator-(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
-inline Tensor operator-(const Tensor& a, const Scalar& b) { return ops::sub(a, b); }
-inline Tensor operator*(const Tensor& a, const Tensor& b) { return ops::mul(a, b); }
-inline Tensor operator*(const Tensor& a, const Scalar& b) { return ops::mul(a, b); }
-inline Tensor operator/(const Tensor& a, const Tensor& b) { return ops::div(a, b); }
-inline Tensor operator/(const Tensor& a, const Scalar& b) { return ops::div(a, b); }
-inline Tensor operator-(const Tensor& a) { return ops::neg(a); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) {
+  return ops::add(a, b);
+}
+inline Tensor operator+(const Tensor& a, const Scalar& b) {
+  return ops::add(a, b);
+}
+inline Tensor operator-(const Tensor& a, const Tensor& b) {
+  return ops::sub(a, b);
+}
+inline Tensor operator-(const Tensor& a, const Scalar& b) {
+  return ops::sub(a, b);
+}
+inline Tensor operator*(const Tensor& a, const Tensor& b) {
+  return ops::mul(a, b);
+}
+inline Tensor operator*(const Tensor& a, const Scalar& b) {
+  return ops::mul(a, b);
+}
+inline Tensor operator/(const Tensor& a, const Tensor& b) {
+  return ops::div(a, b);
+}
+inline Tensor operator/(const Tensor& a, const Scalar& b) {
+  return ops::div(a, b);
+}
+inline Tensor operator-(const Tensor& a) {
+  return ops::neg(a);
+}
 
 }  // namespace grove

@@ -20,6 +20,7 @@
 namespace grove::ops {
 
 // X(Kind, "name")
+// clang-format off
 #define GROVE_OPS(X)                                                                        \
   /* elementwise.h: binary arithmetic with broadcasting (tensor or scalar right operand) */ \
   X(Add, "add") X(Sub, "sub") X(Mul, "mul") X(Div, "div") X(Maximum, "maximum")             \
@@ -50,6 +51,7 @@ namespace grove::ops {
   X(Cat, "cat") X(Tril, "tril") X(Triu, "triu") X(OneHot, "one_hot")                        \
   /* random.h */                                                                            \
   X(Rand, "rand") X(Randn, "randn") X(Randint, "randint") X(Dropout, "dropout")
+// clang-format on
 
 enum class OpKind : std::uint16_t {
 #define GROVE_OP_ENUM(kind, name) kind,

@@ -13,9 +13,13 @@ namespace grove::ops::cpu {
 namespace {
 
 template <typename T>
-T*  typed(const Tensor& tensor) { return static_cast<T*>(tensor.data_ptr()); }
+T* typed(const Tensor& tensor) {
+  return static_cast<T*>(tensor.data_ptr());
+}
 
-const char* name_of(const OpCall& call) { return op_name(call.kind).data(); }
+const char* name_of(const OpCall& call) {
+  return op_name(call.kind).data();
+}
 
 // True if `input` is laid out exactly like the (contiguous) output: one flat loop serves both.
 bool dense_like(const Tensor& input, const Tensor& out) {
@@ -86,22 +90,37 @@ void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
 template <typename T>
 void binary_typed(const OpCall& call, const Tensor& out) {
   switch (call.kind) {
-    case OpKind::Add: return run_binary<T, T>(call, out, [](T a, T b) { return T(a + b); });
-    case OpKind::Sub: return run_binary<T, T>(call, out, [](T a, T b) { return T(a - b); });
-    case OpKind::Mul: return run_binary<T, T>(call, out, [](T a, T b) { return T(a * b); });
-    case OpKind::Div: return run_binary<T, T>(call, out, [](T a, T b) { return T(a / b); });
+    case OpKind::Add:
+      return run_binary<T, T>(call, out, [](T a, T b) { return T(a + b); });
+    case OpKind::Sub:
+      return run_binary<T, T>(call, out, [](T a, T b) { return T(a - b); });
+    case OpKind::Mul:
+      return run_binary<T, T>(call, out, [](T a, T b) { return T(a * b); });
+    case OpKind::Div:
+      return run_binary<T, T>(call, out, [](T a, T b) { return T(a / b); });
     // NaN propagates, as in PyTorch.
     case OpKind::Maximum:
-      return run_binary<T, T>(call, out, [](T a, T b) { return a != a ? a : (a > b || b != b ? (b != b ? b : a) : b); });
+      return run_binary<T, T>(call, out, [](T a, T b) {
+        return a != a ? a : (a > b || b != b ? (b != b ? b : a) : b);
+      });
     case OpKind::Minimum:
-      return run_binary<T, T>(call, out, [](T a, T b) { return a != a ? a : (a < b || b != b ? (b != b ? b : a) : b); });
-    case OpKind::Eq: return run_binary<T, bool>(call, out, [](T a, T b) { return a == b; });
-    case OpKind::Ne: return run_binary<T, bool>(call, out, [](T a, T b) { return a != b; });
-    case OpKind::Lt: return run_binary<T, bool>(call, out, [](T a, T b) { return a < b; });
-    case OpKind::Le: return run_binary<T, bool>(call, out, [](T a, T b) { return a <= b; });
-    case OpKind::Gt: return run_binary<T, bool>(call, out, [](T a, T b) { return a > b; });
-    case OpKind::Ge: return run_binary<T, bool>(call, out, [](T a, T b) { return a >= b; });
-    default: GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " is not a binary op");
+      return run_binary<T, T>(call, out, [](T a, T b) {
+        return a != a ? a : (a < b || b != b ? (b != b ? b : a) : b);
+      });
+    case OpKind::Eq:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a == b; });
+    case OpKind::Ne:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a != b; });
+    case OpKind::Lt:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a < b; });
+    case OpKind::Le:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a <= b; });
+    case OpKind::Gt:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a > b; });
+    case OpKind::Ge:
+      return run_binary<T, bool>(call, out, [](T a, T b) { return a >= b; });
+    default:
+      GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " is not a binary op");
   }
 }
 
@@ -120,13 +139,26 @@ struct UnaryRun {
         Eigen::Map<const Array> in(x_run, n);
         Eigen::Map<Array> result(out_run, n);
         switch (kind) {
-          case OpKind::Exp: result = in.exp(); return;
-          case OpKind::Log: result = in.log(); return;
-          case OpKind::Sqrt: result = in.sqrt(); return;
-          case OpKind::Rsqrt: result = in.rsqrt(); return;
-          case OpKind::Tanh: result = in.tanh(); return;
-          case OpKind::Sigmoid: result = in.logistic(); return;
-          default: break;  // the scalar loops below
+          case OpKind::Exp:
+            result = in.exp();
+            return;
+          case OpKind::Log:
+            result = in.log();
+            return;
+          case OpKind::Sqrt:
+            result = in.sqrt();
+            return;
+          case OpKind::Rsqrt:
+            result = in.rsqrt();
+            return;
+          case OpKind::Tanh:
+            result = in.tanh();
+            return;
+          case OpKind::Sigmoid:
+            result = in.logistic();
+            return;
+          default:
+            break;  // the scalar loops below
         }
       }
     }
@@ -136,26 +168,37 @@ struct UnaryRun {
     const double low = real0;
     const double high = real1;
     switch (kind) {
-      case OpKind::Neg: return apply([](T v) { return T(-v); });
-      case OpKind::Abs: return apply([](T v) { return v < T(0) ? T(-v) : v; });
-      case OpKind::Relu: return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
+      case OpKind::Neg:
+        return apply([](T v) { return T(-v); });
+      case OpKind::Abs:
+        return apply([](T v) { return v < T(0) ? T(-v) : v; });
+      case OpKind::Relu:
+        return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
       case OpKind::Clamp:
         return apply([&](T v) {
           if (v != v) return v;  // NaN stays NaN
           return static_cast<T>(std::min(std::max(static_cast<double>(v), low), high));
         });
-      default: break;
+      default:
+        break;
     }
     if constexpr (std::is_floating_point_v<T>) {
       const T exponent = static_cast<T>(real0);
       switch (kind) {
-        case OpKind::Exp: return apply([](T v) { return std::exp(v); });
-        case OpKind::Log: return apply([](T v) { return std::log(v); });
-        case OpKind::Sqrt: return apply([](T v) { return std::sqrt(v); });
-        case OpKind::Rsqrt: return apply([](T v) { return T(1) / std::sqrt(v); });
-        case OpKind::Tanh: return apply([](T v) { return std::tanh(v); });
-        case OpKind::Sigmoid: return apply([](T v) { return T(1) / (T(1) + std::exp(-v)); });
-        case OpKind::Pow: return apply([&](T v) { return static_cast<T>(std::pow(v, exponent)); });
+        case OpKind::Exp:
+          return apply([](T v) { return std::exp(v); });
+        case OpKind::Log:
+          return apply([](T v) { return std::log(v); });
+        case OpKind::Sqrt:
+          return apply([](T v) { return std::sqrt(v); });
+        case OpKind::Rsqrt:
+          return apply([](T v) { return T(1) / std::sqrt(v); });
+        case OpKind::Tanh:
+          return apply([](T v) { return std::tanh(v); });
+        case OpKind::Sigmoid:
+          return apply([](T v) { return T(1) / (T(1) + std::exp(-v)); });
+        case OpKind::Pow:
+          return apply([&](T v) { return static_cast<T>(std::pow(v, exponent)); });
         case OpKind::Gelu:
           if (flag) {
             return apply([](T v) {
@@ -165,7 +208,8 @@ struct UnaryRun {
           }
           return apply(
               [](T v) { return T(0.5) * v * (T(1) + std::erf(v * T(0.7071067811865476))); });
-        default: break;
+        default:
+          break;
       }
     }
     // infer() lets only valid (kind, dtype) pairs through.
@@ -255,9 +299,9 @@ void masked_fill(const OpCall& call, const OpOutputs& outputs) {
       const int last = loop.ndim - 1;
       for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
         for (std::int64_t j = 0; j < n; ++j) {
-          o[offset[0] + j * loop.strides[0][last]] =
-              mask[offset[2] + j * loop.strides[2][last]] ? value
-                                                          : x[offset[1] + j * loop.strides[1][last]];
+          o[offset[0] + j * loop.strides[0][last]] = mask[offset[2] + j * loop.strides[2][last]]
+                                                         ? value
+                                                         : x[offset[1] + j * loop.strides[1][last]];
         }
       });
     });

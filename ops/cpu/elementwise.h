@@ -6,9 +6,9 @@
 
 namespace grove::ops::cpu {
 
-void binary(const OpCall& call, const OpOutputs& outputs);       // arithmetic and comparisons
+void binary(const OpCall& call, const OpOutputs& outputs);  // arithmetic and comparisons
 void where(const OpCall& call, const OpOutputs& outputs);
 void masked_fill(const OpCall& call, const OpOutputs& outputs);
-void unary(const OpCall& call, const OpOutputs& outputs);        // unary math, clamp
+void unary(const OpCall& call, const OpOutputs& outputs);  // unary math, clamp
 
 }  // namespace grove::ops::cpu

@@ -107,8 +107,8 @@ TEST(UserErrors, ViewWithTwoInferredSizes) {
 
 TEST(UserErrors, ViewThatWouldNeedACopy) {
   Tensor x = arange(24).view({4, 6}).t();
-  EXPECT_TRUE(FailsWith([&] { x.view({24}); },
-                        {"view", "[6, 4]", "strides [1, 6]", "[24]", "reshape()"}));
+  EXPECT_TRUE(
+      FailsWith([&] { x.view({24}); }, {"view", "[6, 4]", "strides [1, 6]", "[24]", "reshape()"}));
 }
 
 TEST(UserErrors, NegativeSizes) {
@@ -118,8 +118,11 @@ TEST(UserErrors, NegativeSizes) {
   EXPECT_TRUE(FailsWith([] { full({-4}, 1.5); }, {"full", "non-negative", "[-4]"}));
   EXPECT_TRUE(FailsWith([] { empty_strided({-1}, {1}); }, {"empty_strided", "[-1]"}));
   EXPECT_TRUE(FailsWith([] { arange(6).view({-2, -3}); }, {"view", "non-negative", "[-2, -3]"}));
-  EXPECT_TRUE(FailsWith([] { from_vector<float>({1, 2}, {-1, -2}); },
-                        {"from_vector", "non-negative", "[-1, -2]"}));
+  EXPECT_TRUE(FailsWith(
+      [] {
+        from_vector<float>({1, 2}, {-1, -2});
+      },
+      {"from_vector", "non-negative", "[-1, -2]"}));
 }
 
 // --- dimensions out of range ---
@@ -158,8 +161,8 @@ TEST(UserErrors, SizeOfAZeroDimensionalTensor) {
 TEST(UserErrors, UnsqueezeDimOutOfRange) {
   // unsqueeze of a 2-d tensor takes dims in [-3, 2] (positions of the new dim).
   Tensor x = zeros({2, 3});
-  EXPECT_TRUE(FailsWith([&] { x.unsqueeze(3); },
-                        {"unsqueeze", "dimension 3", "2 dimensions", "[-3, 2]"}));
+  EXPECT_TRUE(
+      FailsWith([&] { x.unsqueeze(3); }, {"unsqueeze", "dimension 3", "2 dimensions", "[-3, 2]"}));
   EXPECT_TRUE(FailsWith([&] { x.unsqueeze(-4); }, {"unsqueeze", "dimension -4", "[-3, 2]"}));
 }
 
@@ -169,8 +172,11 @@ TEST(UserErrors, OtherDimsOutOfRange) {
   EXPECT_TRUE(FailsWith([&] { x.slice(3, 0, 1); }, {"slice", "dimension 3", "[-2, 1]"}));
   EXPECT_TRUE(FailsWith([&] { x.narrow(-3, 0, 1); }, {"narrow", "dimension -3", "[-2, 1]"}));
   EXPECT_TRUE(FailsWith([&] { x.permute({0, 2}); }, {"permute", "dimension 2", "[-2, 1]"}));
-  EXPECT_TRUE(FailsWith([] { zeros({2, 3, 4}).t(); },
-                        {"t()", "at most 2 dimensions", "3", "[2, 3, 4]", "transpose"}));
+  EXPECT_TRUE(FailsWith(
+      [] {
+        zeros({2, 3, 4}).t();
+      },
+      {"t()", "at most 2 dimensions", "3", "[2, 3, 4]", "transpose"}));
 }
 
 // --- dtypes and elements ---
@@ -190,8 +196,11 @@ TEST(UserErrors, ItemOfAMultiElementTensor) {
 }
 
 TEST(UserErrors, FromVectorWithTheWrongElementCount) {
-  EXPECT_TRUE(FailsWith([] { from_vector<float>({1, 2, 3, 4, 5}, {2, 3}); },
-                        {"from_vector", "[2, 3]", "6 elements", "5 values"}));
+  EXPECT_TRUE(FailsWith(
+      [] {
+        from_vector<float>({1, 2, 3, 4, 5}, {2, 3});
+      },
+      {"from_vector", "[2, 3]", "6 elements", "5 values"}));
   EXPECT_TRUE(FailsWith([] { from_vector<bool>({true}, {2}); },
                         {"from_vector", "[2]", "2 elements", "1 values"}));
 }
@@ -207,8 +216,11 @@ TEST(UserErrors, PermuteWithARepeatedDim) {
   Tensor x = zeros({2, 3, 4});
   EXPECT_TRUE(FailsWith([&] { x.permute({0, 0, 1}); }, {"permute", "twice", "[0, 0, 1]"}));
   EXPECT_TRUE(FailsWith([&] { x.permute({2, -1, 0}); }, {"permute", "twice", "[2, -1, 0]"}));
-  EXPECT_TRUE(FailsWith([&] { x.permute({1, 0}); },
-                        {"permute", "expected 3 dimensions", "[2, 3, 4]", "[1, 0]"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        x.permute({1, 0});
+      },
+      {"permute", "expected 3 dimensions", "[2, 3, 4]", "[1, 0]"}));
 }
 
 TEST(UserErrors, NarrowOutOfBounds) {
@@ -236,34 +248,49 @@ TEST(UserErrors, ExpandOfANonSingletonDim) {
   Tensor x = zeros({3});
   EXPECT_TRUE(FailsWith([&] { x.expand({4}); },
                         {"expand", "[3]", "[4]", "dimension 0", "size 3", "size-1"}));
-  EXPECT_TRUE(FailsWith([&] { zeros({2, 3}).expand({3}); },
-                        {"expand", "[3]", "fewer dimensions", "[2, 3]"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        zeros({2, 3}).expand({3});
+      },
+      {"expand", "[3]", "fewer dimensions", "[2, 3]"}));
   EXPECT_TRUE(FailsWith([&] { x.expand({-1, 3}); }, {"expand", "leading", "[-1, 3]"}));
   EXPECT_TRUE(FailsWith([&] { zeros({1}).expand({-2}); }, {"expand", "non-negative", "[-2]"}));
 }
 
 TEST(UserErrors, AsStridedBeyondTheStorage) {
   Tensor x = zeros({6});
-  EXPECT_TRUE(FailsWith([&] { x.as_strided({3, 3}, {3, 1}, 0); },
-                        {"as_strided", "[3, 3]", "[3, 1]", "element 8", "6 elements"}));
-  EXPECT_TRUE(FailsWith([&] { x.as_strided({2}, {1, 1}, 0); },
-                        {"as_strided", "1 sizes", "2 strides"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        x.as_strided({3, 3}, {3, 1}, 0);
+      },
+      {"as_strided", "[3, 3]", "[3, 1]", "element 8", "6 elements"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        x.as_strided({2}, {1, 1}, 0);
+      },
+      {"as_strided", "1 sizes", "2 strides"}));
 }
 
 // --- copies ---
 
 TEST(UserErrors, WritingIntoAnExpandedTensor) {
   Tensor wide = zeros({3, 1}).expand({3, 4});
-  EXPECT_TRUE(FailsWith([&] { wide.copy_(ones({3, 4})); },
-                        {"copy_", "[3, 4]", "expanded", "dimension 1", "clone()"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        wide.copy_(ones({3, 4}));
+      },
+      {"copy_", "[3, 4]", "expanded", "dimension 1", "clone()"}));
   EXPECT_TRUE(FailsWith([&] { wide.fill_(2); }, {"fill_", "[3, 4]", "expanded", "dimension 1"}));
 }
 
 TEST(UserErrors, CopyFromAShapeThatDoesNotBroadcast) {
   Tensor dst = zeros({2, 3});
   EXPECT_TRUE(FailsWith([&] { dst.copy_(zeros({4})); }, {"copy_", "[4]", "[2, 3]", "broadcast"}));
-  EXPECT_TRUE(FailsWith([&] { dst.copy_(zeros({2, 2, 3})); },
-                        {"copy_", "[2, 2, 3]", "[2, 3]", "broadcast"}));
+  EXPECT_TRUE(FailsWith(
+      [&] {
+        dst.copy_(zeros({2, 2, 3}));
+      },
+      {"copy_", "[2, 2, 3]", "[2, 3]", "broadcast"}));
 }
 
 TEST(UserErrors, CopyWithTooManyNonMergeableDims) {

@@ -404,14 +404,13 @@ TEST(StorageWrap, WithADeleterOwnsTheMemory) {
   WrapRecord record;
   std::vector<float> buffer = {1, 2, 3, 4};
   {
-    StoragePtr storage =
-        Storage::wrap(DataPtr(buffer.data(), kCPU, &record_delete, &record), 16);
+    StoragePtr storage = Storage::wrap(DataPtr(buffer.data(), kCPU, &record_delete, &record), 16);
     EXPECT_EQ(storage->nbytes(), 16u);
     EXPECT_EQ(storage->device(), kCPU);
     EXPECT_EQ(storage->data(), buffer.data());
     EXPECT_TRUE(storage->data_ptr().owns_memory());
     Tensor t(IntrusivePtr<TensorImpl>::make(storage, DType::Float32, IntArrayRef{2, 2},
-                                           IntArrayRef{2, 1}, 0));
+                                            IntArrayRef{2, 1}, 0));
     storage.reset();
     EXPECT_EQ(record.calls, 0);  // the tensor still holds the storage
     EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
@@ -427,7 +426,7 @@ TEST(StorageWrap, WithoutADeleterLeavesTheMemoryAlone) {
     StoragePtr storage = Storage::wrap(DataPtr(buffer.data(), kCPU), 24);
     EXPECT_FALSE(storage->data_ptr().owns_memory());
     Tensor t(IntrusivePtr<TensorImpl>::make(storage, DType::Float32, IntArrayRef{3, 2},
-                                           IntArrayRef{1, 3}, 0));
+                                            IntArrayRef{1, 3}, 0));
     EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1, 4, 2, 5, 3, 6}));
     t.select(1, 0).fill_(0);  // writes go straight into the wrapped buffer
   }

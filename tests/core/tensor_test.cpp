@@ -379,8 +379,7 @@ TEST(TensorCopyInto, CopiesEqualShapes) {
 TEST(TensorCopyInto, BroadcastsARowOverRows) {
   Tensor dst = zeros({3, 4});
   dst.copy_(arange(4));
-  EXPECT_EQ(dst.to_vector<float>(),
-            (std::vector<float>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(dst.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}));
 }
 
 TEST(TensorCopyInto, BroadcastsAColumnOverColumns) {
@@ -612,9 +611,9 @@ TEST(TensorPrint, Int64) {
 
 TEST(TensorPrint, Int64BeyondDoublePrecisionPrintsExactly) {
   // 2^53 + 1 and the int64 limits are not representable as doubles.
-  Tensor x = from_vector<std::int64_t>({9007199254740993LL,
-                                        std::numeric_limits<std::int64_t>::max(),
-                                        std::numeric_limits<std::int64_t>::min()});
+  Tensor x =
+      from_vector<std::int64_t>({9007199254740993LL, std::numeric_limits<std::int64_t>::max(),
+                                 std::numeric_limits<std::int64_t>::min()});
   EXPECT_EQ(to_text(x),
             "tensor([9007199254740993, 9223372036854775807, -9223372036854775808], "
             "dtype=int64, device=cpu)");
@@ -661,8 +660,7 @@ TEST(TensorPrint, MoreThanAThousandElementsAreSummarised) {
             "tensor([0, 1, 2, ..., 998, 999, 1000], dtype=int64, device=cpu)");
   const std::string matrix = to_text(arange(2000, DType::Int64).view({40, 50}));
   EXPECT_EQ(matrix.rfind("tensor([[0, 1, 2, ..., 47, 48, 49],\n", 0), 0u) << matrix;
-  EXPECT_NE(matrix.find("[1950, 1951, 1952, ..., 1997, 1998, 1999]]"), std::string::npos)
-      << matrix;
+  EXPECT_NE(matrix.find("[1950, 1951, 1952, ..., 1997, 1998, 1999]]"), std::string::npos) << matrix;
   EXPECT_EQ(matrix.find("[150, "), std::string::npos) << "row 3 should be elided: " << matrix;
 }
 

@@ -64,8 +64,7 @@ void check_view(const Tensor& base, const Tensor& view, const BaseIndexFn& base_
   for_each_index(view.sizes().vec(), [&](const Index& index) {
     const std::int64_t at = base_index(index);
     EXPECT_EQ(seen[static_cast<std::size_t>(flat)], before[static_cast<std::size_t>(at)])
-        << "view element " << ::testing::PrintToString(index) << " should be base element "
-        << at;
+        << "view element " << ::testing::PrintToString(index) << " should be base element " << at;
     written[at] = static_cast<float>(1000 + flat);
     ++flat;
   });
@@ -74,8 +73,7 @@ void check_view(const Tensor& base, const Tensor& view, const BaseIndexFn& base_
 
   std::vector<float> fresh(static_cast<std::size_t>(view.numel()));
   for (std::size_t i = 0; i < fresh.size(); ++i) fresh[i] = static_cast<float>(1000 + i);
-  view.copy_(from_vector(fresh, view.dim() == 0 ? IntArrayRef{} : view.sizes())
-                 .view(view.sizes()));
+  view.copy_(from_vector(fresh, view.dim() == 0 ? IntArrayRef{} : view.sizes()).view(view.sizes()));
   const std::vector<float> after = base.to_vector<float>();
   for (std::size_t at = 0; at < after.size(); ++at) {
     auto found = written.find(static_cast<std::int64_t>(at));
@@ -305,7 +303,8 @@ TEST(ExpandOp, BroadcastsSizeOneDimsWithStrideZero) {
   Tensor v = base.expand({3, 4});
   EXPECT_EQ(v.sizes().vec(), Shape({3, 4}));
   EXPECT_EQ(v.strides().vec(), Shape({1, 0}));
-  check_view(base, v, [](const Index& i) { return i[0]; }, /*writable=*/false);
+  check_view(
+      base, v, [](const Index& i) { return i[0]; }, /*writable=*/false);
 }
 
 TEST(ExpandOp, AddsNewLeadingDims) {
@@ -313,7 +312,8 @@ TEST(ExpandOp, AddsNewLeadingDims) {
   Tensor v = base.expand({2, 2, 3});
   EXPECT_EQ(v.sizes().vec(), Shape({2, 2, 3}));
   EXPECT_EQ(v.strides().vec(), Shape({0, 0, 1}));
-  check_view(base, v, [](const Index& i) { return i[2]; }, /*writable=*/false);
+  check_view(
+      base, v, [](const Index& i) { return i[2]; }, /*writable=*/false);
   EXPECT_EQ(full({}, 7.0).expand({2}).to_vector<float>(), (std::vector<float>{7, 7}));
 }
 
@@ -322,7 +322,8 @@ TEST(ExpandOp, MinusOneKeepsASize) {
   Tensor v = base.expand({2, -1, 5});
   EXPECT_EQ(v.sizes().vec(), Shape({2, 3, 5}));
   EXPECT_EQ(v.strides().vec(), Shape({0, 1, 0}));
-  check_view(base, v, [](const Index& i) { return i[1]; }, /*writable=*/false);
+  check_view(
+      base, v, [](const Index& i) { return i[1]; }, /*writable=*/false);
 }
 
 TEST(ExpandOp, WritesThroughTheBaseAreSeenInTheExpansion) {
@@ -403,8 +404,9 @@ TEST(AsStridedOp, ReadsOverlappingWindows) {
   Tensor base = make_base({10});
   Tensor windows = base.as_strided({4, 3}, {2, 1}, 1);  // windows[i][j] = base[1 + 2i + j]
   EXPECT_EQ(windows.storage_offset(), 1);
-  check_view(base, windows, [](const Index& i) { return 1 + 2 * i[0] + i[1]; },
-             /*writable=*/false);
+  check_view(
+      base, windows, [](const Index& i) { return 1 + 2 * i[0] + i[1]; },
+      /*writable=*/false);
 }
 
 TEST(AsStridedOp, WritesLandAtTheGivenStrides) {

@@ -10,16 +10,18 @@ namespace {
 using testing::add;
 using testing::error_of;
 using testing::filled;
+using ::testing::HasSubstr;
 using testing::scale;
 using testing::values;
 using testing::with_manager;
-using ::testing::HasSubstr;
 
 // y = 2 * (x + x): two kernels, one intermediate.
 WrappedFunction doubler(std::string name = "doubler") {
   WrappedFunction function;
   function.name = std::move(name);
-  function.callable = [](const TensorList& in) { return TensorList{scale(add(in[0], in[0]), 2.0f)}; };
+  function.callable = [](const TensorList& in) {
+    return TensorList{scale(add(in[0], in[0]), 2.0f)};
+  };
   return function;
 }
 
@@ -197,8 +199,8 @@ TEST(TreeBasic, AFunctionThatCannotBeCapturedRunsEagerly) {
     }
     EXPECT_EQ(manager.counters().recordings, 0u);
     EXPECT_EQ(manager.counters().eager_fallbacks, 3u);
-    EXPECT_TRUE(testing::any_warning_contains(
-        manager, "operation not permitted when stream is capturing"));
+    EXPECT_TRUE(
+        testing::any_warning_contains(manager, "operation not permitted when stream is capturing"));
     ManagedFunction g = manager.add_function(doubler("g"));
     for (int call = 0; call < 3; ++call) {
       EXPECT_EQ(values(g({filled(2, 1.0f)})[0]), std::vector<float>(2, 4.0f));

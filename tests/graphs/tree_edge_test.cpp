@@ -11,10 +11,10 @@ using testing::add;
 using testing::add_;
 using testing::error_of;
 using testing::filled;
+using ::testing::HasSubstr;
 using testing::scale;
 using testing::values;
 using testing::with_manager;
-using ::testing::HasSubstr;
 
 TEST(TreeEdge, AWarmUpReturningATensorFromItsClosureIsAnError) {
   with_manager([](TreeManager& manager) {

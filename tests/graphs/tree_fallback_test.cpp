@@ -12,10 +12,10 @@ using testing::add_;
 using testing::any_warning_contains;
 using testing::error_of;
 using testing::filled;
+using ::testing::HasSubstr;
 using testing::test_options;
 using testing::values;
 using testing::with_manager;
-using ::testing::HasSubstr;
 
 // y = x + w with w static (a parameter).
 WrappedFunction add_weight() {

@@ -11,10 +11,10 @@ using testing::add;
 using testing::any_warning_contains;
 using testing::error_of;
 using testing::filled;
+using ::testing::HasSubstr;
 using testing::scale;
 using testing::values;
 using testing::with_manager;
-using ::testing::HasSubstr;
 
 WrappedFunction twice(std::string name, FunctionMode mode = FunctionMode::Inference) {
   WrappedFunction function;

@@ -11,10 +11,10 @@ namespace {
 using testing::add;
 using testing::error_of;
 using testing::filled;
+using ::testing::HasSubstr;
 using testing::scale;
 using testing::values;
 using testing::with_manager;
-using ::testing::HasSubstr;
 
 bool block_allocated(PoolId pool, const void* ptr) {
   for (const SegmentInfo& segment : allocator_for(kCPU).snapshot(pool)) {
@@ -48,7 +48,7 @@ TEST(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
     ASSERT_EQ(manager.state(), PathState::Execution);
     const void* dead_address = out[1].storage()->unchecked_data();
     const void* live_address = out[0].storage()->unchecked_data();
-    out[1] = Tensor();                       // the second output dies
+    out[1] = Tensor();                        // the second output dies
     TensorList extra = g({filled(1, 1.0f)});  // a new function: warm-up after a checkpoint
     EXPECT_EQ(manager.counters().checkpoints, 1u);
     EXPECT_EQ(values(out[0]), std::vector<float>(4, 2.0f));  // untouched by g

@@ -39,9 +39,13 @@ inline void with_manager(const std::function<void(TreeManager&)>& body,
   if (error) std::rethrow_exception(error);
 }
 
-inline Tensor filled(std::int64_t n, float value) { return full({n}, value); }
+inline Tensor filled(std::int64_t n, float value) {
+  return full({n}, value);
+}
 
-inline std::vector<float> values(const Tensor& tensor) { return tensor.to_vector<float>(); }
+inline std::vector<float> values(const Tensor& tensor) {
+  return tensor.to_vector<float>();
+}
 
 inline bool any_warning_contains(const TreeManager& manager, const std::string& text) {
   for (const std::string& warning : manager.warnings()) {

@@ -3,15 +3,15 @@
 #include "ops/dispatch.h"
 
 #include "core/device_graph.h"
-#include "ops/elementwise.h"
 #include "op_test_util.h"
+#include "ops/elementwise.h"
 
 namespace grove::ops {
 namespace {
 
 using testing::error_of;
-using testing::random_tensor;
 using ::testing::HasSubstr;
+using testing::random_tensor;
 
 // Remembers what it saw.
 class RecordingObserver final : public OpObserver {
@@ -23,8 +23,10 @@ class RecordingObserver final : public OpObserver {
     bool has_scalar;
   };
   void on_op(const OpCall& call, const OpOutputs& outputs) override {
-    seen.push_back({call.kind, {call.inputs.begin(), call.inputs.end()},
-                    {outputs.span().begin(), outputs.span().end()}, call.attributes.has_scalar});
+    seen.push_back({call.kind,
+                    {call.inputs.begin(), call.inputs.end()},
+                    {outputs.span().begin(), outputs.span().end()},
+                    call.attributes.has_scalar});
   }
   std::vector<Seen> seen;
 };

@@ -13,10 +13,10 @@ using testing::element;
 using testing::elements;
 using testing::error_of;
 using testing::expect_close;
+using ::testing::HasSubstr;
 using testing::non_contiguous;
 using testing::random_tensor;
 using testing::relative_tolerance;
-using ::testing::HasSubstr;
 
 // --- unary ---
 
@@ -27,7 +27,9 @@ struct UnaryCase {
   double low, high;  // input range (inside the function's domain)
 };
 
-double reference_gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double reference_gelu(double x) {
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+}
 double reference_gelu_tanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
@@ -44,8 +46,10 @@ const UnaryCase kUnaryCases[] = {
     {"relu", relu, [](double x) { return x > 0 ? x : 0.0; }, -3, 3},
     {"gelu", [](const Tensor& x) { return gelu(x); }, reference_gelu, -4, 4},
     {"gelu_tanh", [](const Tensor& x) { return gelu(x, true); }, reference_gelu_tanh, -4, 4},
-    {"pow_3", [](const Tensor& x) { return pow(x, 3.0); }, [](double x) { return x * x * x; }, -2, 2},
-    {"pow_half", [](const Tensor& x) { return pow(x, 0.5); }, [](double x) { return std::sqrt(x); }, 0.1, 4},
+    {"pow_3", [](const Tensor& x) { return pow(x, 3.0); }, [](double x) { return x * x * x; }, -2,
+     2},
+    {"pow_half", [](const Tensor& x) { return pow(x, 0.5); }, [](double x) { return std::sqrt(x); },
+     0.1, 4},
     {"clamp", [](const Tensor& x) { return clamp(x, -0.5, 1.0); },
      [](double x) { return std::min(std::max(x, -0.5), 1.0); }, -3, 3},
 };
@@ -86,7 +90,8 @@ TEST(Unary, IntegerFormsOfNegAbsReluClamp) {
   EXPECT_EQ(neg(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 0, -2, -5}));
   EXPECT_EQ(abs(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 1, 0, 2, 5}));
   EXPECT_EQ(relu(x).to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0, 0, 2, 5}));
-  EXPECT_EQ(clamp(x, -1, 2).to_vector<std::int64_t>(), (std::vector<std::int64_t>{-1, -1, 0, 2, 2}));
+  EXPECT_EQ(clamp(x, -1, 2).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{-1, -1, 0, 2, 2}));
 }
 
 TEST(Unary, MathOnIntegersIsAClearError) {
@@ -129,7 +134,8 @@ const BinaryCase kBinaryCases[] = {
 
 class BinaryTest : public ::testing::TestWithParam<std::tuple<BinaryCase, DType>> {};
 
-void check_binary(const BinaryCase& c, const Tensor& a, const Tensor& b, const std::string& layout) {
+void check_binary(const BinaryCase& c, const Tensor& a, const Tensor& b,
+                  const std::string& layout) {
   Tensor output = c.op(a, b);
   EXPECT_EQ(output.dtype(), c.comparison ? DType::Bool : a.dtype()) << layout;
   std::vector<double> expected(static_cast<std::size_t>(output.numel()));
@@ -151,7 +157,8 @@ TEST_P(BinaryTest, MatchesReferenceWithBroadcastingAndLayouts) {
   };
   Tensor a = input({4, 5}, 1);
   check_binary(c, a, input({4, 5}, 2), "same shape");
-  check_binary(c, non_contiguous(a), input({4, 5}, 3).t().contiguous().t().contiguous(), "non-contiguous");
+  check_binary(c, non_contiguous(a), input({4, 5}, 3).t().contiguous().t().contiguous(),
+               "non-contiguous");
   check_binary(c, a.t(), input({5, 4}, 4), "transposed");
   check_binary(c, a, input({5}, 5), "row broadcast");
   check_binary(c, input({4, 1}, 6), input({1, 5}, 7), "outer broadcast");
@@ -205,7 +212,8 @@ TEST(Binary, ShapesThatCannotBroadcastNameOpShapesAndDtypes) {
 
 TEST(Binary, DtypeMismatchIsAnError) {
   const std::string message = error_of([] { mul(zeros({2}), zeros({2}, DType::Float64)); });
-  EXPECT_THAT(message, HasSubstr("mul: expected operands of one dtype, but got float32 and float64"));
+  EXPECT_THAT(message,
+              HasSubstr("mul: expected operands of one dtype, but got float32 and float64"));
 }
 
 TEST(Binary, IntegerDivisionAndFloatScalarsOnIntegersAreErrors) {
@@ -244,9 +252,13 @@ TEST(MaskedFill, FillsWhereTheMaskIsTrue) {
     expected.push_back(element(mask, i % 4) != 0.0 ? static_cast<double>(-1e9f) : element(x, i));
   }
   expect_close(output, expected, 0.0);
-  EXPECT_THAT(error_of([&] { masked_fill(x, zeros({3, 4}), 0); }),
+  EXPECT_THAT(error_of([&] {
+                masked_fill(x, zeros({3, 4}), 0);
+              }),
               HasSubstr("masked_fill: expected a bool mask, but got float32"));
-  EXPECT_THAT(error_of([&] { masked_fill(x, gt(zeros({5, 3, 4}), 0.0), 0); }),
+  EXPECT_THAT(error_of([&] {
+                masked_fill(x, gt(zeros({5, 3, 4}), 0.0), 0);
+              }),
               HasSubstr("must broadcast to the input's shape [3, 4]"));
 }
 

@@ -18,7 +18,9 @@ namespace grove::ops::testing {
 
 // Tolerances: float32 kernels may reorder sums and use vectorised math functions; 1e-5 relative
 // is a few ulps of float32 for the values these tests produce. float64 is held to 1e-12.
-inline double relative_tolerance(DType dtype) { return dtype == DType::Float32 ? 1e-5 : 1e-12; }
+inline double relative_tolerance(DType dtype) {
+  return dtype == DType::Float32 ? 1e-5 : 1e-12;
+}
 
 // Uniform values in [low, high), deterministic per seed.
 inline Tensor random_tensor(IntArrayRef sizes, DType dtype = DType::Float32, double low = -2.0,
@@ -63,11 +65,16 @@ inline double element(const Tensor& tensor, std::int64_t flat_index) {
   }
   const void* base = tensor.storage()->data();
   switch (tensor.dtype()) {
-    case DType::Float32: return static_cast<const float*>(base)[offset];
-    case DType::Float64: return static_cast<const double*>(base)[offset];
-    case DType::Int64: return static_cast<double>(static_cast<const std::int64_t*>(base)[offset]);
-    case DType::Int32: return static_cast<const std::int32_t*>(base)[offset];
-    case DType::Bool: return static_cast<const bool*>(base)[offset] ? 1.0 : 0.0;
+    case DType::Float32:
+      return static_cast<const float*>(base)[offset];
+    case DType::Float64:
+      return static_cast<const double*>(base)[offset];
+    case DType::Int64:
+      return static_cast<double>(static_cast<const std::int64_t*>(base)[offset]);
+    case DType::Int32:
+      return static_cast<const std::int32_t*>(base)[offset];
+    case DType::Bool:
+      return static_cast<const bool*>(base)[offset] ? 1.0 : 0.0;
   }
   return 0.0;
 }
