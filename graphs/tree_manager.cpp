@@ -242,6 +242,14 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
   // until the path ends.
   if (!function.warmed_up || state_ == PathState::Warmup) {
     if (state_ == PathState::Execution) apply_checkpoint();
+    if (static_cast<int>(warmup_chain_.size()) >= options_.max_warmup_chain) {
+      return run_eagerly(function, inputs,
+                         str("warm-up chain limit: ", warmup_chain_.size(),
+                             " warm-ups in a row "
+                             "on one path, because outputs of earlier calls are alive and a "
+                             "forward waits for its backward; run the backward, drop the "
+                             "outputs, or call graphs::mark_step_begin() before each step"));
+    }
     return warm_up(function, inputs);
   }
 

@@ -51,6 +51,9 @@ struct TreeOptions {
   int dynamic_shape_warn_limit = 8;
   // Run signatures past the limit eagerly instead of recording a graph for each.
   bool skip_dynamic_graphs = false;
+  // Longest chain of warm-ups on one path (a forward whose backward never comes, with its
+  // outputs kept alive, keeps the path from ending); past it, calls run eagerly outside the pool.
+  int max_warmup_chain = 64;
   // Throw instead of falling back to eager mode (for any reason).
   bool or_error = false;
   // After each recording and checkpoint, check that the pool's live blocks are exactly the live

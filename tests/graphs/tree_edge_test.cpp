@@ -145,6 +145,28 @@ TEST(TreeEdge, OutOfRangeInputIndicesAreErrors) {
   });
 }
 
+TEST(TreeEdge, AWarmUpChainThatCannotEndIsCapped) {
+  TreeOptions options = testing::test_options();
+  options.max_warmup_chain = 5;
+  with_manager(
+      [](TreeManager& manager) {
+        WrappedFunction function;
+        function.name = "forward";
+        function.mode = FunctionMode::Forward;
+        function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+        ManagedFunction f = manager.add_function(function);
+        std::vector<Tensor> kept;  // outputs kept, backward never run: the path cannot end
+        for (int call = 0; call < 20; ++call) {
+          kept.push_back(f({filled(1, static_cast<float>(call))})[0]);
+          EXPECT_EQ(values(kept.back()), std::vector<float>(1, 2.0f * static_cast<float>(call)));
+        }
+        EXPECT_EQ(manager.counters().warmups, 5u);
+        EXPECT_EQ(manager.counters().eager_fallbacks, 15u);
+        EXPECT_TRUE(testing::any_warning_contains(manager, "warm-up chain limit"));
+      },
+      options);
+}
+
 TEST(TreeEdge, CallingAFunctionWhoseManagerIsGoneIsAClearError) {
   ManagedFunction orphan;
   {
