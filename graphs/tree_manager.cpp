@@ -415,6 +415,7 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].defined()) versions[i] = inputs[i].version();
   }
+  const std::uint64_t generation = current_generation();  // before the call, as in execute()
   auto node = std::make_unique<WarmupNode>(next_warmup_id_--, &function, current_);
   TensorList outputs;
   {
@@ -443,7 +444,7 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
   current_ = node.get();
   warmup_chain_.push_back(std::move(node));
   state_ = PathState::Warmup;
-  current_generation_ = current_generation();
+  current_generation_ = generation;
   ++counters_.warmups;
   check_pool("after a warm-up");
   return outputs;
@@ -453,6 +454,7 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
   GROVE_INTERNAL_ASSERT(current_ == nullptr || current_->kind() == TreeNode::Kind::Graph,
                         "a recording cannot follow a warm-up node");
   auto* parent = static_cast<GraphNode*>(current_);
+  const std::uint64_t generation = current_generation();
   TensorList outputs;
   std::unique_ptr<GraphNode> node;
   try {
@@ -471,17 +473,20 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
   siblings_for(function.id).push_back(std::move(node));
   current_ = recorded;
   state_ = PathState::Recording;
-  current_generation_ = current_generation();
+  current_generation_ = generation;
   ++counters_.recordings;
   check_pool("after a recording");
   return outputs;
 }
 
+// The generation is read before the call: a mark_step_begin() inside the function then counts
+// as the start of the next step.
 TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
+  const std::uint64_t generation = current_generation();
   TensorList outputs = node.replay(inputs);  // may throw (a poisoned input): state unchanged
   current_ = &node;
   state_ = PathState::Execution;
-  current_generation_ = current_generation();
+  current_generation_ = generation;
   ++counters_.replays;
   return outputs;
 }
