@@ -1,5 +1,7 @@
 #include "core/scalar.h"
 
+#include <limits>
+
 namespace grove {
 
 DType Scalar::default_dtype() const {
@@ -12,6 +14,25 @@ DType Scalar::default_dtype() const {
       return DType::Bool;
   }
   return DType::Float32;
+}
+
+bool Scalar::fits(DType dtype) const {
+  if (grove::is_floating_point(dtype)) return true;
+  // Floating values are checked against the range here; their fractional part is the
+  // caller's concern.
+  const double value = kind_ == Kind::Floating ? double_ : static_cast<double>(int_);
+  switch (dtype) {
+    case DType::Int64:
+      return kind_ != Kind::Floating ||
+             (value >= -9223372036854775808.0 && value < 9223372036854775808.0);
+    case DType::Int32:
+      return value >= std::numeric_limits<std::int32_t>::lowest() &&
+             value <= std::numeric_limits<std::int32_t>::max();
+    case DType::Bool:
+      return value == 0.0 || value == 1.0;
+    default:
+      return true;
+  }
 }
 
 std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {

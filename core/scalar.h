@@ -38,6 +38,10 @@ class Scalar {
     return static_cast<T>(int_);
   }
 
+  // True if the value survives conversion to `dtype` unchanged in kind and range: integers
+  // within the integer type's range (0 or 1 for bool); any value for floating dtypes.
+  bool fits(DType dtype) const;
+
   // The dtype a tensor made from this scalar alone gets: float32, int64 or bool.
   DType default_dtype() const;
 

@@ -118,6 +118,13 @@ void check_writable(const Tensor& dst, const char* op) {
                 ", so several of its elements share one memory location; write into a "
                 "contiguous tensor (clone() it) instead");
   }
+  GROVE_CHECK(!has_internal_overlap(dst.sizes(), dst.strides()), op,
+              ": the destination of "
+              "shape ",
+              dst.sizes(), " and strides ", dst.strides(),
+              " has elements that share "
+              "memory locations (an as_strided view that overlaps itself); the result would "
+              "depend on the order of the writes. Write into a clone() instead");
 }
 
 // True if `from` broadcasts to `to`: aligned from the right, each size is equal or 1.
@@ -186,9 +193,17 @@ Tensor Tensor::detach() const {
 
 namespace {
 
+// Sizes must be non-negative and their product, in bytes, must fit in 63 bits (else the element
+// count or byte size would wrap around and the tensor would get too little memory).
 void check_sizes(IntArrayRef sizes, const char* op) {
+  std::int64_t bytes = 8;  // the widest element; a tighter bound is not worth the dtype lookup
   for (std::int64_t size : sizes) {
     GROVE_CHECK(size >= 0, op, ": sizes must be non-negative, but got ", sizes);
+  }
+  for (std::int64_t size : sizes) {
+    if (size == 0) return;
+    GROVE_CHECK(!__builtin_mul_overflow(bytes, size, &bytes), op, ": sizes ", sizes,
+                " describe more elements than any device can hold");
   }
 }
 

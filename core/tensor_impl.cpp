@@ -1,11 +1,30 @@
 #include "core/tensor_impl.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace grove {
 
 std::int64_t product(IntArrayRef sizes) {
   std::int64_t result = 1;
   for (std::int64_t size : sizes) result *= size;
   return result;
+}
+
+bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
+  // Walk the dims of size > 1 by increasing stride: each stride must step past everything the
+  // smaller dims can reach, or two indices meet.
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, size)
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1) dims.emplace_back(strides[d] < 0 ? -strides[d] : strides[d], sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  std::int64_t reach = 0;  // the farthest offset the dims so far can reach
+  for (const auto& [stride, size] : dims) {
+    if (stride <= reach) return true;
+    reach += (size - 1) * stride;
+  }
+  return false;
 }
 
 DimVector contiguous_strides(IntArrayRef sizes) {

@@ -74,5 +74,9 @@ DimVector contiguous_strides(IntArrayRef sizes);
 // True if (sizes, strides) is row-major dense (strides of size-1 dims do not matter).
 bool is_contiguous_layout(IntArrayRef sizes, IntArrayRef strides);
 std::int64_t product(IntArrayRef sizes);
+// True if two different indices of (sizes, strides) can reach one memory location (expanded
+// dims, or as_strided views that fold back on themselves). Writing to such a tensor in place
+// would give results that depend on the order of the writes, so in-place ops refuse it.
+bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides);
 
 }  // namespace grove

@@ -37,6 +37,8 @@ void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
                  "-d; add a batch dim with unsqueeze(0)");
   GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
                  weight.dim(), "-d");
+  GROVE_OP_CHECK(call, weight.size(2) >= 1 && weight.size(3) >= 1,
+                 "expected a kernel of at least 1 x 1, but the weight has shape ", weight.sizes());
   GROVE_OP_CHECK(call, input.dtype() == weight.dtype(),
                  "expected input and weight of one dtype, "
                  "but got ",

@@ -86,6 +86,12 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                      "cannot write in place into a broadcast (expanded) view: dimension ", d,
                      " has stride 0; clone() it first");
     }
+    GROVE_OP_CHECK(call, !has_internal_overlap(target.sizes(), target.strides()),
+                   "cannot write in place into a tensor whose elements share memory locations "
+                   "(strides ",
+                   target.strides(),
+                   "); the result would depend on the order of "
+                   "the writes. clone() it first");
     outputs.push_back(target);
   } else {
     for (int i = 0; i < specs.count; ++i) {

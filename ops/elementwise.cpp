@@ -21,6 +21,8 @@ void check_scalar(const OpCall& call, DType dtype) {
   GROVE_OP_CHECK(call, is_floating_point(dtype) || !scalar.is_floating_point(),
                  "a floating-point scalar (", scalar, ") cannot be combined with a ", dtype,
                  " tensor without truncating it; convert the tensor with to(float32) first");
+  GROVE_OP_CHECK(call, scalar.fits(dtype), "the scalar ", scalar, " does not fit a ", dtype,
+                 " tensor; convert the tensor to a wider dtype first");
 }
 
 void check_same_dtype(const OpCall& call, const Tensor& a, const Tensor& b) {
@@ -80,6 +82,14 @@ void infer_clamp(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, is_arithmetic(x.dtype()), "expected a numeric tensor, but got ", x.dtype());
   GROVE_OP_CHECK(call, !(low > high), "the lower bound ", low, " is above the upper bound ", high);
   GROVE_OP_CHECK(call, !std::isnan(low) && !std::isnan(high), "bounds must not be NaN");
+  if (!is_floating_point(x.dtype())) {
+    for (double bound : {low, high}) {
+      GROVE_OP_CHECK(
+          call, std::isinf(bound) || (bound == std::floor(bound) && Scalar(bound).fits(x.dtype())),
+          "bound ", bound, " is not an integer that fits a ", x.dtype(),
+          " tensor (use an integer bound, or +/-infinity for none)");
+    }
+  }
   outputs.add(x.sizes(), x.dtype());
 }
 

@@ -17,6 +17,8 @@ void check_scalar_fits(const OpCall& call, const Scalar& scalar, DType dtype, co
   GROVE_OP_CHECK(call, is_floating_point(dtype) || !scalar.is_floating_point(), "a floating-point ",
                  what, " (", scalar, ") cannot be applied to a ", dtype,
                  " tensor without truncating it");
+  GROVE_OP_CHECK(call, scalar.fits(dtype), "the ", what, " ", scalar, " does not fit a ", dtype,
+                 " tensor");
 }
 
 void check_numeric(const OpCall& call, DType dtype) {
@@ -100,6 +102,8 @@ void infer_uniform(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, std::isfinite(low) && std::isfinite(high) && low <= high,
                  "expected finite bounds with low <= high, but got low = ", low,
                  " and high = ", high);
+  GROVE_OP_CHECK(call, std::isfinite(high - low), "the range [", low, ", ", high,
+                 ") is wider than a double can hold");
   outputs.in_place = true;
 }
 

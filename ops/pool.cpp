@@ -38,6 +38,9 @@ void infer_pool2d(const OpCall& call, OutputSpecs& outputs) {
                      2 * a[kPaddingW] <= a[kKernelW],
                  "expected paddings between 0 and half the kernel (", a[kKernelH], ", ",
                  a[kKernelW], "), but got (", a[kPaddingH], ", ", a[kPaddingW], ")");
+  GROVE_OP_CHECK(call, input.size(-2) > 0 && input.size(-1) > 0,
+                 "expected a non-empty input plane, but got height ", input.size(-2), " and width ",
+                 input.size(-1));
   const std::int64_t height = input.size(-2) + 2 * a[kPaddingH];
   const std::int64_t width = input.size(-1) + 2 * a[kPaddingW];
   GROVE_OP_CHECK(call, height >= a[kKernelH] && width >= a[kKernelW], "the kernel (", a[kKernelH],

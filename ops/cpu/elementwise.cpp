@@ -1,10 +1,9 @@
 // CPU kernels for elementwise ops. Each builds a StridedLoop over (output, inputs...) with
-// broadcast inputs read through stride-0 dims, then runs a plain loop per innermost run; dense
-// runs of floating-point unary math go through Eigen's vectorised array functions.
+// broadcast inputs read through stride-0 dims, then runs a plain loop per innermost run.
 #include "ops/cpu/elementwise.h"
 
-#include <Eigen/Core>
 #include <cmath>
+#include <limits>
 
 #include "core/strided_loop.h"
 #include "ops/broadcast.h"
@@ -133,35 +132,8 @@ struct UnaryRun {
   bool flag;
 
   void operator()(T* out_run, const T* x_run, std::int64_t n, std::int64_t sx) const {
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    if constexpr (std::is_floating_point_v<T>) {
-      if (sx == 1) {  // dense: Eigen's vectorised functions
-        Eigen::Map<const Array> in(x_run, n);
-        Eigen::Map<Array> result(out_run, n);
-        switch (kind) {
-          case OpKind::Exp:
-            result = in.exp();
-            return;
-          case OpKind::Log:
-            result = in.log();
-            return;
-          case OpKind::Sqrt:
-            result = in.sqrt();
-            return;
-          case OpKind::Rsqrt:
-            result = in.rsqrt();
-            return;
-          case OpKind::Tanh:
-            result = in.tanh();
-            return;
-          case OpKind::Sigmoid:
-            result = in.logistic();
-            return;
-          default:
-            break;  // the scalar loops below
-        }
-      }
-    }
+    // Plain std:: functions in a loop: exact at inf, denormals and far tails (Eigen's fast
+    // vectorised versions are not, and would differ between a run's body and its tail).
     auto apply = [&](auto fn) {
       for (std::int64_t j = 0; j < n; ++j) out_run[j] = fn(x_run[j * sx]);
     };
@@ -175,10 +147,19 @@ struct UnaryRun {
       case OpKind::Relu:
         return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
       case OpKind::Clamp:
-        return apply([&](T v) {
-          if (v != v) return v;  // NaN stays NaN
-          return static_cast<T>(std::min(std::max(static_cast<double>(v), low), high));
-        });
+        if constexpr (std::is_integral_v<T>) {
+          // Bounds were checked to be integers in T's range (or infinite) by infer.
+          constexpr double kLowest = static_cast<double>(std::numeric_limits<T>::lowest());
+          constexpr double kHighest = static_cast<double>(std::numeric_limits<T>::max());
+          const T low_t = low <= kLowest ? std::numeric_limits<T>::lowest() : static_cast<T>(low);
+          const T high_t = high >= kHighest ? std::numeric_limits<T>::max() : static_cast<T>(high);
+          return apply([&](T v) { return std::min(std::max(v, low_t), high_t); });
+        } else {
+          return apply([&](T v) {
+            if (v != v) return v;  // NaN stays NaN
+            return static_cast<T>(std::min(std::max(static_cast<double>(v), low), high));
+          });
+        }
       default:
         break;
     }
