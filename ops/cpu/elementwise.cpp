@@ -86,15 +86,29 @@ void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
   });
 }
 
+// Integer arithmetic wraps around (two's complement) instead of overflowing, which would be
+// undefined behaviour: it is computed in the unsigned type and converted back.
+template <typename T>
+T wrapping(T a, T b, char op) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using U = std::make_unsigned_t<T>;
+    const U x = static_cast<U>(a);
+    const U y = static_cast<U>(b);
+    return static_cast<T>(op == '+' ? U(x + y) : op == '-' ? U(x - y) : U(x * y));
+  } else {
+    return op == '+' ? T(a + b) : op == '-' ? T(a - b) : T(a * b);
+  }
+}
+
 template <typename T>
 void binary_typed(const OpCall& call, const Tensor& out) {
   switch (call.kind) {
     case OpKind::Add:
-      return run_binary<T, T>(call, out, [](T a, T b) { return T(a + b); });
+      return run_binary<T, T>(call, out, [](T a, T b) { return wrapping(a, b, '+'); });
     case OpKind::Sub:
-      return run_binary<T, T>(call, out, [](T a, T b) { return T(a - b); });
+      return run_binary<T, T>(call, out, [](T a, T b) { return wrapping(a, b, '-'); });
     case OpKind::Mul:
-      return run_binary<T, T>(call, out, [](T a, T b) { return T(a * b); });
+      return run_binary<T, T>(call, out, [](T a, T b) { return wrapping(a, b, '*'); });
     case OpKind::Div:
       return run_binary<T, T>(call, out, [](T a, T b) { return T(a / b); });
     // NaN propagates, as in PyTorch.
@@ -141,9 +155,9 @@ struct UnaryRun {
     const double high = real1;
     switch (kind) {
       case OpKind::Neg:
-        return apply([](T v) { return T(-v); });
+        return apply([](T v) { return wrapping(T(0), v, '-'); });
       case OpKind::Abs:
-        return apply([](T v) { return v < T(0) ? T(-v) : v; });
+        return apply([](T v) { return v < T(0) ? wrapping(T(0), v, '-') : v; });
       case OpKind::Relu:
         return apply([](T v) { return v > T(0) ? v : (v != v ? v : T(0)); });
       case OpKind::Clamp:
