@@ -136,10 +136,7 @@ TEST_P(Conv2dTest, MatchesDirectConvolution) {
 INSTANTIATE_TEST_SUITE_P(Ops, Conv2dTest,
                          ::testing::Combine(::testing::ValuesIn(kConvCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(Conv2d, OneValueMeansBothDims) {
   const Tensor input = random_tensor({1, 2, 7, 7}, DType::Float64, -1, 1, 4);

@@ -80,10 +80,7 @@ TEST_P(UnaryTest, MatchesReferenceInEveryLayout) {
 INSTANTIATE_TEST_SUITE_P(Ops, UnaryTest,
                          ::testing::Combine(::testing::ValuesIn(kUnaryCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(Unary, IntegerFormsOfNegAbsReluClamp) {
   Tensor x = from_vector(std::vector<std::int64_t>{-3, -1, 0, 2, 5});
@@ -183,10 +180,7 @@ TEST_P(BinaryScalarTest, ScalarFormMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Ops, BinaryTest,
                          ::testing::Combine(::testing::ValuesIn(kBinaryCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 std::vector<BinaryCase> cases_with_scalar_form() {
   std::vector<BinaryCase> cases;
@@ -199,10 +193,7 @@ std::vector<BinaryCase> cases_with_scalar_form() {
 INSTANTIATE_TEST_SUITE_P(Ops, BinaryScalarTest,
                          ::testing::Combine(::testing::ValuesIn(cases_with_scalar_form()),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 // Readable parameters in failure messages (instead of raw bytes).
 void PrintTo(const UnaryCase& c, std::ostream* out) {

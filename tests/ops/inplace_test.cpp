@@ -121,10 +121,7 @@ TEST_P(InplaceTest, MatchesReferenceInEveryLayout) {
 INSTANTIATE_TEST_SUITE_P(Ops, InplaceTest,
                          ::testing::Combine(::testing::ValuesIn(kUpdateCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(Inplace, IntegerUpdates) {
   for (DType dtype : {DType::Int64, DType::Int32}) {

@@ -193,10 +193,7 @@ TEST_P(MatmulTest, MatchesTripleLoop) {
 INSTANTIATE_TEST_SUITE_P(Ops, MatmulTest,
                          ::testing::Combine(::testing::ValuesIn(kMatmulCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(Matmul, KZeroWritesZerosOverGarbage) {
   // The output comes from the caching allocator, so it may hold old values: K = 0 must clear it.
@@ -385,10 +382,7 @@ TEST_P(LinearTest, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Ops, LinearTest,
                          ::testing::Combine(::testing::ValuesIn(kLinearCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(Linear, ErrorsNameTheOpShapesAndDtypes) {
   std::string message = error_of([] { linear(zeros({4, 7}), zeros({3, 6})); });

@@ -130,6 +130,15 @@ inline void expect_close(const Tensor& actual, const std::vector<double>& expect
                          << got[worst_index] << ", expected " << expected[worst_index];
 }
 
+// Test names for parameters (Case, DType) where Case has a `name`: "exp_float32".
+struct CaseAndDtypeName {
+  template <typename Info>
+  std::string operator()(const Info& info) const {
+    return std::string(std::get<0>(info.param).name) + "_" +
+           std::string(dtype_name(std::get<1>(info.param)));
+  }
+};
+
 // The message of the grove::Error thrown by `body` ("" if none).
 inline std::string error_of(const std::function<void()>& body) {
   try {

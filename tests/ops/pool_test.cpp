@@ -148,10 +148,7 @@ TEST_P(PoolTest, MaxPool2dAndAvgPool2dMatchDirectLoops) {
 INSTANTIATE_TEST_SUITE_P(Ops, PoolTest,
                          ::testing::Combine(::testing::ValuesIn(kPoolCases),
                                             ::testing::Values(DType::Float32, DType::Float64)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param).name) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
-                         });
+                         testing::CaseAndDtypeName());
 
 TEST(MaxPool2d, StrideDefaultsToTheKernel) {
   const Tensor input = random_tensor({1, 1, 6, 6}, DType::Float32, -1, 1, 4);
