@@ -12,6 +12,8 @@ std::int64_t product(IntArrayRef sizes) {
 }
 
 bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
+  // The common case (every in-place op and copy_ asks) without sorting or allocating.
+  if (is_contiguous_layout(sizes, strides)) return false;
   // Walk the dims of size > 1 by increasing stride: each stride must step past everything the
   // smaller dims can reach, or two indices meet.
   std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (|stride|, size)

@@ -25,6 +25,14 @@ Tensor without_expanded_dims(const Tensor& tensor, const std::vector<std::int64_
   return result;
 }
 
+// Output `plan` (a CopiedInput) as the view of the caller's input it is eagerly. The input has
+// the recorded strides (they are part of the signature); its offset is its own, the buffer's
+// was 0.
+Tensor view_of_copied_input(const OutputPlan& plan, const TensorList& inputs) {
+  const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
+  return input.as_strided(plan.sizes, plan.strides, input.storage_offset() + plan.storage_offset);
+}
+
 bool contains(const std::vector<int>& values, int value) {
   return std::find(values.begin(), values.end(), value) != values.end();
 }
@@ -96,11 +104,9 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
   // An output that is a view of a copied input is, eagerly, a view of the caller's tensor: hand
   // out that (which also lets the input buffer's block go).
   for (std::size_t i = 0; i < plans_.size(); ++i) {
-    const OutputPlan& plan = plans_[i];
-    if (plan.alias != OutputPlan::Alias::CopiedInput) continue;
-    const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
-    outputs[i] =
-        input.as_strided(plan.sizes, plan.strides, input.storage_offset() + plan.storage_offset);
+    if (plans_[i].alias == OutputPlan::Alias::CopiedInput) {
+      outputs[i] = view_of_copied_input(plans_[i], inputs);
+    }
   }
   liveness_after_ = path_liveness();
   for (std::size_t depth = 0; depth < liveness_after_.size(); ++depth) {
@@ -325,14 +331,9 @@ TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
       case OutputPlan::Alias::StaticInput:
         storage = inputs[static_cast<std::size_t>(plan.index)].storage();
         break;
-      case OutputPlan::Alias::CopiedInput: {
-        // The caller's input has the recorded strides (they are part of the signature); its
-        // offset is its own, the buffer's was 0.
-        const Tensor& input = inputs[static_cast<std::size_t>(plan.index)];
-        outputs[i] = input.as_strided(plan.sizes, plan.strides,
-                                      input.storage_offset() + plan.storage_offset);
+      case OutputPlan::Alias::CopiedInput:
+        outputs[i] = view_of_copied_input(plan, inputs);
         continue;
-      }
       case OutputPlan::Alias::SameCallOutput:
         storage = outputs[static_cast<std::size_t>(plan.index)].storage();
         break;

@@ -231,8 +231,7 @@ FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& input
 }
 
 TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs) {
-  if (state_ == PathState::Recording) try_end_recording(function);
-  if (state_ == PathState::Warmup) try_end_warmup(function);
+  if (state_ == PathState::Recording || state_ == PathState::Warmup) try_end_path(function);
 
   if (std::string reason = eager_reason(function, inputs); !reason.empty()) {
     return run_eagerly(function, inputs, reason);
@@ -335,7 +334,7 @@ std::string TreeManager::mutation_reason(const FunctionInfo& function,
 
 // --- ending paths and generations ---
 
-void TreeManager::try_end_recording(FunctionInfo& function) {
+void TreeManager::try_end_path(FunctionInfo& function) {
   if (can_start_new_generation()) {
     end_generation();
   } else if (current_->all_outputs_are_dead()) {
@@ -343,10 +342,6 @@ void TreeManager::try_end_recording(FunctionInfo& function) {
   } else {
     warn_pending_backwards(function);
   }
-}
-
-void TreeManager::try_end_warmup(FunctionInfo& function) {
-  try_end_recording(function);
 }
 
 void TreeManager::try_end_execution() {

@@ -107,8 +107,7 @@ class TreeManager {
   FunctionInfo& function_for(int callable_id, const TensorList& inputs);
 
   // Lazily ends the current path where that is allowed.
-  void try_end_recording(FunctionInfo& function);
-  void try_end_warmup(FunctionInfo& function);
+  void try_end_path(FunctionInfo& function);  // after a recording or a warm-up
   void try_end_execution();
   bool in_new_invocation() const;
   bool backward_still_pending() const;
