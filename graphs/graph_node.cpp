@@ -51,26 +51,6 @@ std::vector<PathIndex> changed_indices(const PathLiveness& before, const PathLiv
 
 }  // namespace
 
-const char* alias_name(OutputPlan::Alias alias) {
-  switch (alias) {
-    case OutputPlan::Alias::Undefined:
-      return "undefined";
-    case OutputPlan::Alias::Empty:
-      return "empty";
-    case OutputPlan::Alias::NewStorage:
-      return "new storage";
-    case OutputPlan::Alias::SameCallOutput:
-      return "alias of an output of the same call";
-    case OutputPlan::Alias::PriorPathOutput:
-      return "alias of an earlier graph's output";
-    case OutputPlan::Alias::StaticInput:
-      return "alias of a static input";
-    case OutputPlan::Alias::CopiedInput:
-      return "alias of a copied input";
-  }
-  return "?";
-}
-
 GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* parent,
                      const TensorList& inputs, const RecordContext& context, TensorList& outputs)
     : TreeNode(Kind::Graph, id, function, parent),
@@ -233,10 +213,6 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
       output_refs_[i] = StorageWeakRef(output.storage());
     }
   }
-}
-
-bool GraphNode::is_static_or_managed(int input_index) const {
-  return contains(static_inputs_, input_index) || contains(managed_inputs_, input_index);
 }
 
 InvariantStatus GraphNode::check_invariants(const TensorList& inputs) const {

@@ -53,7 +53,6 @@ struct OutputPlan {
   std::int64_t storage_offset = 0;
   DType dtype = DType::Float32;
 };
-const char* alias_name(OutputPlan::Alias alias);
 
 // Where and how a node records.
 struct RecordContext {
@@ -79,7 +78,6 @@ class GraphNode final : public TreeNode {
   const std::vector<OutputPlan>& output_plans() const { return plans_; }
   // Inputs used in place because they are outputs of earlier graphs on the path.
   const std::vector<int>& managed_inputs() const { return managed_inputs_; }
-  bool is_static_or_managed(int input_index) const;
   std::size_t num_kernels() const { return graph_->num_nodes(); }
 
   std::map<int, std::vector<std::unique_ptr<GraphNode>>>& children() { return children_; }

@@ -67,18 +67,6 @@ bool contains(const std::vector<int>& values, int value) {
 
 }  // namespace
 
-const char* mode_name(FunctionMode mode) {
-  switch (mode) {
-    case FunctionMode::Forward:
-      return "forward";
-    case FunctionMode::Backward:
-      return "backward";
-    case FunctionMode::Inference:
-      return "inference";
-  }
-  return "?";
-}
-
 const char* state_name(PathState state) {
   switch (state) {
     case PathState::None:

@@ -18,7 +18,6 @@ using Callable = std::function<TensorList(const TensorList& inputs)>;
 // What a function is, for the pending-backward bookkeeping: a Forward leaves a backward
 // pending until some Backward runs; Inference never does.
 enum class FunctionMode : std::uint8_t { Forward, Backward, Inference };
-const char* mode_name(FunctionMode mode);
 
 // Where the manager is on its current path.
 enum class PathState : std::uint8_t {

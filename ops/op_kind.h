@@ -60,8 +60,6 @@ enum class OpKind : std::uint16_t {
       Count
 };
 
-inline constexpr int kNumOps = static_cast<int>(OpKind::Count);
-
 std::string_view op_name(OpKind kind);
 std::ostream& operator<<(std::ostream& out, OpKind kind);
 
