@@ -143,17 +143,7 @@ TensorList GraphNode::make_recording_inputs(const TensorList& inputs,
 
 void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs,
                              const RecordContext& context) {
-  // Pool segments, to tell memory this graph allocated from memory it merely returns.
-  std::vector<std::pair<std::uintptr_t, std::size_t>> pool_ranges;
-  for (const SegmentInfo& segment : allocator_for(device_).snapshot(context.pool)) {
-    pool_ranges.emplace_back(segment.address, segment.size);
-  }
-  auto in_pool = [&](const void* ptr) {
-    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-    return std::any_of(pool_ranges.begin(), pool_ranges.end(), [&](const auto& range) {
-      return address >= range.first && address < range.first + range.second;
-    });
-  };
+  const PoolRanges pool(device_, context.pool);
 
   std::unordered_map<const void*, int> first_output_with_storage;
   output_refs_.resize(outputs.size());
@@ -203,8 +193,8 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
       plan.index = same_call->second;
       output_refs_[i] = StorageWeakRef(output.storage());
     } else {
-      GROVE_CHECK(in_pool(plan.storage_data), "recording '", function().label(), "': output ", i,
-                  " (at ", format_pointer(plan.storage_data),
+      GROVE_CHECK(pool.contains(plan.storage_data), "recording '", function().label(), "': output ",
+                  i, " (at ", format_pointer(plan.storage_data),
                   ") was neither allocated by the "
                   "function nor is it a static input; a replay could not keep it valid. List "
                   "the tensor it comes from in static_input_indices, or return a clone().");

@@ -418,11 +418,7 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
              " during its warm-up, but that input is not in mutated_input_indices; grove "
              "treats it as mutated from now on (list it to silence this warning)"));
   }
-  std::vector<std::pair<std::uintptr_t, std::size_t>> pool_segments;
-  for (const SegmentInfo& segment : allocator_for(device_).snapshot(pool_)) {
-    pool_segments.emplace_back(segment.address, segment.size);
-  }
-  node->track_outputs(inputs, outputs, pool_segments);
+  node->track_outputs(inputs, outputs, PoolRanges(device_, pool_));
   function.warmed_up = true;
   current_ = node.get();
   warmup_chain_.push_back(std::move(node));

@@ -89,15 +89,21 @@ std::optional<PathIndex> TreeNode::find_live_path_output(const Tensor& tensor) c
   return std::nullopt;
 }
 
-void WarmupNode::track_outputs(
-    const TensorList& inputs, const TensorList& outputs,
-    const std::vector<std::pair<std::uintptr_t, std::size_t>>& pool_segments) {
-  auto in_pool = [&](const void* ptr) {
-    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-    return std::any_of(pool_segments.begin(), pool_segments.end(), [&](const auto& segment) {
-      return address >= segment.first && address < segment.first + segment.second;
-    });
-  };
+PoolRanges::PoolRanges(Device device, PoolId pool) {
+  for (const SegmentInfo& segment : allocator_for(device).snapshot(pool)) {
+    ranges_.emplace_back(segment.address, segment.size);
+  }
+}
+
+bool PoolRanges::contains(const void* ptr) const {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  return std::any_of(ranges_.begin(), ranges_.end(), [&](const auto& range) {
+    return address >= range.first && address < range.first + range.second;
+  });
+}
+
+void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outputs,
+                               const PoolRanges& pool) {
   std::vector<StorageWeakRef> refs;
   refs.reserve(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -108,7 +114,7 @@ void WarmupNode::track_outputs(
     }
     // Outputs of earlier nodes passed through are tracked by those nodes already.
     if (track && parent() != nullptr && parent()->find_live_path_output(output)) track = false;
-    GROVE_CHECK(!track || in_pool(output.storage()->unchecked_data()),
+    GROVE_CHECK(!track || pool.contains(output.storage()->unchecked_data()),
                 "warm-up of graphed "
                 "function '",
                 function().label(), "': output ", i,

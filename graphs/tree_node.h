@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/caching_allocator.h"
 #include "core/storage.h"
 #include "graphs/tree_types.h"
 
@@ -25,6 +26,17 @@ namespace grove::graphs {
 using PathIndex = std::pair<int, int>;
 // For each node of a path, whether each of its outputs is live.
 using PathLiveness = std::vector<std::vector<bool>>;
+
+// The address ranges of a pool's segments, to tell memory a function allocated in the pool from
+// memory it merely returns (a tensor from its closure, say).
+class PoolRanges {
+ public:
+  PoolRanges(Device device, PoolId pool);
+  bool contains(const void* ptr) const;
+
+ private:
+  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges_;
+};
 
 // What the manager knows about one function (one input signature of a managed callable).
 struct FunctionInfo {
@@ -94,8 +106,7 @@ class WarmupNode final : public TreeNode {
       : TreeNode(Kind::Warmup, id, function, parent) {}
   // Remembers which outputs were made in the pool (not inputs passed through, not outputs of
   // earlier nodes). Throws for an output that is none of these (memory the trees cannot own).
-  void track_outputs(const TensorList& inputs, const TensorList& outputs,
-                     const std::vector<std::pair<std::uintptr_t, std::size_t>>& pool_segments);
+  void track_outputs(const TensorList& inputs, const TensorList& outputs, const PoolRanges& pool);
 };
 
 // Start of a tensor's element 0, without the access check (for address comparisons).
