@@ -92,6 +92,9 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    target.strides(),
                    "); the result would depend on the order of "
                    "the writes. clone() it first");
+    if (observer_count.load(std::memory_order_acquire) > 0) [[unlikely]] {
+      for (OpObserver* observer : observers()) observer->before_in_place(call);
+    }
     outputs.push_back(target);
   } else {
     for (int i = 0; i < specs.count; ++i) {

@@ -17,7 +17,10 @@
 // Autograd and tracing see every op through one interface instead of calls sprinkled over the
 // ops: an OpObserver registered with add_op_observer() gets on_op(call, outputs) after each
 // kernel launch, on the calling thread, in registration order. It may attach data to the
-// outputs (autograd's grad_fn) but must not change their values. Registering and removing
+// outputs (autograd's grad_fn) but must not change their values. In-place ops also call
+// before_in_place(call) after the argument checks and before the kernel writes input 0: the
+// last moment to refuse the write (autograd refuses in-place writes into leaves that require
+// gradients) or to keep the old values. Registering and removing
 // observers is not synchronised with running ops: do it while no other thread dispatches.
 // With no observer registered the cost is one relaxed atomic load per op.
 #pragma once
@@ -110,6 +113,8 @@ class OpObserver {
  public:
   virtual ~OpObserver() = default;
   virtual void on_op(const OpCall& call, const OpOutputs& outputs) = 0;
+  // In-place ops only: called before the kernel overwrites input 0. May throw to refuse.
+  virtual void before_in_place(const OpCall& /*call*/) {}
 };
 void add_op_observer(OpObserver* observer);
 void remove_op_observer(OpObserver* observer);
