@@ -22,6 +22,8 @@ class IntArrayRef {
  public:
   constexpr IntArrayRef() = default;
   constexpr IntArrayRef(const std::int64_t* data, std::size_t size) : data_(data), size_(size) {}
+  template <std::size_t N>
+  constexpr IntArrayRef(const std::int64_t (&array)[N]) : data_(array), size_(N) {}  // NOLINT
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
   // The list outlives the call it is an argument of; that is all an IntArrayRef needs.

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 namespace grove {
@@ -78,6 +79,11 @@ class IntrusivePtr {
   }
 
   IntrusivePtr(const IntrusivePtr& other) : IntrusivePtr(other.target_) {}
+  // A handle to a derived class converts to a handle to its base.
+  template <typename U>
+  requires std::is_convertible_v<U*, T*> IntrusivePtr(
+      IntrusivePtr<U> other)  // NOLINT: implicit, like a pointer conversion
+      : target_(std::exchange(other.target_, nullptr)) {}
   IntrusivePtr(IntrusivePtr&& other) noexcept : target_(std::exchange(other.target_, nullptr)) {}
   IntrusivePtr& operator=(IntrusivePtr other) noexcept {
     std::swap(target_, other.target_);
@@ -100,6 +106,8 @@ class IntrusivePtr {
  private:
   template <typename U>
   friend class WeakIntrusivePtr;
+  template <typename U>
+  friend class IntrusivePtr;
   struct AdoptTag {};
   IntrusivePtr(T* target, AdoptTag) : target_(target) {}  // already retained
   T* target_ = nullptr;

@@ -2,9 +2,11 @@
 // printing in tensor_print.cpp.
 #include "core/tensor.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
+#include "core/autograd_hooks.h"
 #include "core/copy_kernel.h"
 #include "core/stream.h"
 
@@ -57,6 +59,10 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
               "requires_grad_: only floating-point tensors can require gradients, but this "
               "tensor has dtype ",
               dtype());
+  const AutogradMetaInterface* meta = autograd_meta();
+  GROVE_CHECK(requires_grad || meta == nullptr || meta->is_leaf(),
+              "requires_grad_(false): this tensor is the output of a recorded op (not a leaf); "
+              "use detach() to get a tensor without gradient history");
   checked().set_requires_grad(requires_grad);
   return *this;
 }
@@ -110,6 +116,23 @@ GROVE_INSTANTIATE_HOST_READS(bool)
 
 namespace {
 
+// See Note [Core reports views and copies to autograd].
+void report_write(const Tensor& target, const Tensor* source, const char* op) {
+  if (target.requires_grad() || (source != nullptr && source->requires_grad())) [[unlikely]] {
+    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
+      hooks->before_core_write(target, source, op);
+    }
+  }
+}
+
+void report_copy(const Tensor& source, const Tensor& result) {
+  if (source.requires_grad()) [[unlikely]] {
+    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
+      hooks->on_derived(source, result, DerivedKind::Copy, {});
+    }
+  }
+}
+
 // In-place writes refuse expanded destinations: see Note [Views, aliasing and version counters].
 void check_writable(const Tensor& dst, const char* op) {
   for (std::int64_t d = 0; d < dst.dim(); ++d) {
@@ -142,6 +165,7 @@ bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
 const Tensor& Tensor::copy_(const Tensor& src) const {
   GROVE_CHECK(src.defined(), "copy_: the source tensor is undefined");
   check_writable(*this, "copy_");
+  report_write(*this, &src, "copy_");
   GROVE_CHECK(broadcasts_to(src.sizes(), sizes()), "copy_: a source of shape ", src.sizes(),
               " cannot be broadcast to the destination's shape ", sizes(),
               " (aligned from the right, each source size must equal the destination's or be 1)");
@@ -154,6 +178,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
+  report_write(*this, nullptr, "fill_");
   launch_fill(*this, value);
   bump_version();
   return *this;
@@ -166,13 +191,17 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(device()));
   launch_copy(result, *this);
+  report_copy(*this, result);
   return result;
 }
 
 Tensor Tensor::to(Device target) const {
   if (target == device()) return *this;
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(target));
-  result.copy_(*this);
+  // The source is detached so that the write check does not see a tensor that requires
+  // gradients; the copy as a whole is reported to autograd below.
+  result.copy_(detach());
+  report_copy(*this, result);
   return result;
 }
 
@@ -180,6 +209,7 @@ Tensor Tensor::to(DType target) const {
   if (target == dtype()) return *this;
   Tensor result = empty(sizes(), TensorOptions(target).device(device()));
   launch_copy(result, *this);
+  report_copy(*this, result);
   return result;
 }
 
@@ -187,6 +217,29 @@ Tensor Tensor::detach() const {
   const TensorImpl& self = checked();
   return Tensor(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), self.sizes(),
                                                self.strides(), self.storage_offset()));
+}
+
+// --- autograd hooks ---
+
+namespace {
+std::atomic<const CoreAutogradHooks*> installed_hooks{nullptr};
+thread_local bool hooks_suspended = false;
+}  // namespace
+
+const CoreAutogradHooks* core_autograd_hooks() {
+  return hooks_suspended ? nullptr : installed_hooks.load(std::memory_order_acquire);
+}
+
+SuspendCoreAutogradHooks::SuspendCoreAutogradHooks() : previous_(hooks_suspended) {
+  hooks_suspended = true;
+}
+
+SuspendCoreAutogradHooks::~SuspendCoreAutogradHooks() {
+  hooks_suspended = previous_;
+}
+
+void set_core_autograd_hooks(const CoreAutogradHooks* hooks) {
+  installed_hooks.store(hooks, std::memory_order_release);
 }
 
 // --- factories ---

@@ -89,10 +89,30 @@ class Tensor {
   bool requires_grad() const { return checked().requires_grad(); }
   // Marks a leaf tensor as requiring gradients; floating-point dtypes only.
   const Tensor& requires_grad_(bool requires_grad = true) const;
+  // True unless the tensor is the output of an op that autograd recorded.
+  bool is_leaf() const {
+    const AutogradMetaInterface* meta = autograd_meta();
+    return meta == nullptr || meta->is_leaf();
+  }
   AutogradMetaInterface* autograd_meta() const { return checked().autograd_meta(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) const {
     checked().set_autograd_meta(std::move(meta));
   }
+
+  // --- autograd (declared here for PyTorch's spelling; defined by grove_autograd in
+  // autograd/tensor_autograd.cpp, so a program that calls them links grove_autograd) ---
+  // The gradient accumulated into this leaf by backward(), or undefined. Shares memory with
+  // the stored gradient (an optimizer updates it in place).
+  Tensor grad() const;
+  // Replaces the stored gradient (undefined clears it); the shape and dtype must match.
+  void set_grad(const Tensor& grad) const;
+  // Computes the gradient of this tensor with respect to every leaf that requires gradients
+  // and accumulates it into their grad(). `gradient` may be omitted for one-element tensors
+  // (it is then 1). Frees the graph's saved tensors unless retain_graph. Blocks until the
+  // backward kernels are launched (not until they finish).
+  void backward(const Tensor& gradient = {}, bool retain_graph = false) const;
+  // Keeps grad() for a non-leaf tensor too (leaves always keep it).
+  void retain_grad() const;
 
   // --- data access ---
   // Pointer to element 0; throws if the storage carries an access error.

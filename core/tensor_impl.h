@@ -27,6 +27,8 @@ namespace grove {
 class AutogradMetaInterface {
  public:
   virtual ~AutogradMetaInterface() = default;
+  // False for the outputs of recorded ops (they have a backward node).
+  virtual bool is_leaf() const = 0;
 };
 
 class TensorImpl final : public IntrusiveTarget {

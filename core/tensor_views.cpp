@@ -3,15 +3,24 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/autograd_hooks.h"
 #include "core/tensor.h"
 
 namespace grove {
 namespace {
 
+// `kind` and `args` say how the view relates to its base, for autograd; see
+// Note [Core reports views and copies to autograd].
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides,
-                 std::int64_t storage_offset) {
-  return Tensor(
+                 std::int64_t storage_offset, DerivedKind kind, IntArrayRef args = {}) {
+  Tensor view(
       IntrusivePtr<TensorImpl>::make(base.storage(), base.dtype(), sizes, strides, storage_offset));
+  if (base.requires_grad()) [[unlikely]] {
+    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
+      hooks->on_derived(base, view, kind, args);
+    }
+  }
+  return view;
 }
 
 // Replaces one -1 in `sizes` by what makes the element count equal `numel`.
@@ -87,13 +96,13 @@ Tensor Tensor::view(IntArrayRef new_sizes) const {
               this->strides(), " cannot be viewed as shape ", IntArrayRef(sizes),
               " without copying (its memory is not laid out contiguously enough); use "
               "reshape(), or contiguous() first");
-  return make_view(*this, sizes, *strides, storage_offset());
+  return make_view(*this, sizes, *strides, storage_offset(), DerivedKind::Reshape);
 }
 
 Tensor Tensor::reshape(IntArrayRef new_sizes) const {
   DimVector sizes = infer_size(new_sizes, numel(), "reshape");
   if (std::optional<DimVector> strides = view_strides(this->sizes(), this->strides(), sizes)) {
-    return make_view(*this, sizes, *strides, storage_offset());
+    return make_view(*this, sizes, *strides, storage_offset(), DerivedKind::Reshape);
   }
   return clone().view(sizes);
 }
@@ -107,7 +116,10 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
     std::swap(sizes[a], sizes[b]);
     std::swap(strides[a], strides[b]);
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  DimVector dims(static_cast<std::size_t>(dim()));
+  for (std::size_t d = 0; d < dims.size(); ++d) dims[d] = static_cast<std::int64_t>(d);
+  if (dim() > 0) std::swap(dims[static_cast<std::size_t>(a)], dims[static_cast<std::size_t>(b)]);
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Permute, dims);
 }
 
 Tensor Tensor::t() const {
@@ -121,15 +133,17 @@ Tensor Tensor::permute(IntArrayRef dims) const {
               " dimensions (one per dimension of shape ", sizes(), "), but got ", dims);
   DimVector sizes(dims.size());
   DimVector strides(dims.size());
+  DimVector wrapped(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (std::size_t i = 0; i < dims.size(); ++i) {
     const auto d = static_cast<std::size_t>(wrap_dim(dims[i], dim(), "permute"));
     GROVE_CHECK(!seen[d], "permute: dimension ", d, " appears twice in ", dims);
     seen[d] = true;
+    wrapped[i] = static_cast<std::int64_t>(d);
     sizes[i] = this->sizes()[d];
     strides[i] = this->strides()[d];
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Permute, wrapped);
 }
 
 Tensor Tensor::slice(std::int64_t dim_in, std::int64_t start, std::int64_t end,
@@ -148,7 +162,9 @@ Tensor Tensor::slice(std::int64_t dim_in, std::int64_t start, std::int64_t end,
   DimVector strides(this->strides());
   sizes[d] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for huge steps
   strides[d] *= step;
-  return make_view(*this, sizes, strides, storage_offset() + start * this->strides()[d]);
+  const std::int64_t args[] = {d, start, step};
+  return make_view(*this, sizes, strides, storage_offset() + start * this->strides()[d],
+                   DerivedKind::Slice, args);
 }
 
 Tensor Tensor::narrow(std::int64_t dim_in, std::int64_t start, std::int64_t length) const {
@@ -175,7 +191,9 @@ Tensor Tensor::select(std::int64_t dim_in, std::int64_t index) const {
   DimVector strides(this->strides());
   sizes.erase(static_cast<std::size_t>(d));
   strides.erase(static_cast<std::size_t>(d));
-  return make_view(*this, sizes, strides, storage_offset() + index * this->strides()[d]);
+  const std::int64_t args[] = {d, index};
+  return make_view(*this, sizes, strides, storage_offset() + index * this->strides()[d],
+                   DerivedKind::Select, args);
 }
 
 Tensor Tensor::expand(IntArrayRef new_sizes) const {
@@ -212,7 +230,7 @@ Tensor Tensor::expand(IntArrayRef new_sizes) const {
       strides[i] = 0;
     }
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Expand);
 }
 
 Tensor Tensor::squeeze() const {
@@ -223,7 +241,7 @@ Tensor Tensor::squeeze() const {
     sizes.push_back(this->sizes()[d]);
     strides.push_back(this->strides()[d]);
   }
-  return make_view(*this, sizes, strides, storage_offset());
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Reshape);
 }
 
 Tensor Tensor::squeeze(std::int64_t dim_in) const {
@@ -237,7 +255,7 @@ Tensor Tensor::squeeze(std::int64_t dim_in) const {
   DimVector strides(this->strides());
   sizes.erase(static_cast<std::size_t>(d));
   strides.erase(static_cast<std::size_t>(d));
-  return make_view(*this, sizes, strides, storage_offset());
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Reshape);
 }
 
 Tensor Tensor::unsqueeze(std::int64_t dim_in) const {
@@ -253,7 +271,7 @@ Tensor Tensor::unsqueeze(std::int64_t dim_in) const {
   const std::int64_t stride = d < dim() ? this->sizes()[d] * this->strides()[d] : 1;
   sizes.insert(static_cast<std::size_t>(d), 1);
   strides.insert(static_cast<std::size_t>(d), stride);
-  return make_view(*this, sizes, strides, storage_offset());
+  return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Reshape);
 }
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
@@ -274,7 +292,8 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   GROVE_CHECK(empty_view || last < capacity, "as_strided: sizes ", sizes, " with strides ", strides,
               " and offset ", storage_offset, " reach element ", last, ", beyond the storage's ",
               capacity, " elements");
-  return make_view(*this, sizes, strides, storage_offset);
+  const std::int64_t args[] = {storage_offset};
+  return make_view(*this, sizes, strides, storage_offset, DerivedKind::AsStrided, args);
 }
 
 }  // namespace grove

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/autograd_hooks.h"
+
 namespace grove::ops {
 namespace {
 
@@ -106,7 +108,10 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
   const KernelFn kernel = specs.device.is_cpu() ? entry.cpu : entry.cuda;
   GROVE_OP_CHECK(call, kernel != nullptr, "there is no kernel for ", specs.device,
                  " in this build");
-  kernel(call, outputs);
+  {
+    const SuspendCoreAutogradHooks internal_views;  // see the class comment
+    kernel(call, outputs);
+  }
   if (specs.in_place) inputs[0].bump_version();
   // 5. Observers (autograd, tracing).
   if (observer_count.load(std::memory_order_acquire) > 0) [[unlikely]] {

@@ -1,0 +1,39 @@
+// AutogradMeta helpers: history, gradient edges and leaf accumulators.
+#include "autograd/autograd_meta.h"
+
+#include "autograd/accumulate_grad.h"
+#include "core/error.h"
+
+namespace grove::autograd {
+
+AutogradMeta& ensure_meta(const Tensor& tensor) {
+  if (AutogradMeta* meta = meta_of(tensor)) return *meta;
+  tensor.set_autograd_meta(std::make_unique<AutogradMeta>());
+  return *meta_of(tensor);
+}
+
+void set_history(const Tensor& tensor, NodePtr node, std::uint32_t output_nr) {
+  AutogradMeta& meta = ensure_meta(tensor);
+  meta.grad_fn = std::move(node);
+  meta.output_nr = output_nr;
+  tensor.impl()->set_requires_grad(true);
+}
+
+Edge gradient_edge(const Tensor& tensor) {
+  if (const AutogradMeta* meta = meta_of(tensor); meta != nullptr && meta->grad_fn) {
+    return {meta->grad_fn, meta->output_nr};
+  }
+  if (tensor.requires_grad()) return {grad_accumulator(tensor), 0};
+  return {};
+}
+
+NodePtr grad_accumulator(const Tensor& leaf) {
+  AutogradMeta& meta = ensure_meta(leaf);
+  GROVE_INTERNAL_ASSERT(!meta.grad_fn, "grad_accumulator of a non-leaf tensor");
+  if (NodePtr existing = meta.grad_accumulator.lock()) return existing;
+  NodePtr made = IntrusivePtr<AccumulateGrad>::make(leaf);
+  meta.grad_accumulator = WeakIntrusivePtr<Node>(made);
+  return made;
+}
+
+}  // namespace grove::autograd

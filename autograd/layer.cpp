@@ -1,6 +1,0 @@
-// Placeholder translation unit: the grove_autograd layer has no code yet (see the README's layer
-// map). It exists so that the library target, and with it the layer order, is fixed.
-namespace grove::autograd_layer {
-int layer_version();
-int layer_version() { return 0; }
-}  // namespace grove::autograd_layer

@@ -1,0 +1,157 @@
+// The recorder: how the backward graph gets built while ops run.
+//
+// Note [Recording the backward graph]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Autograd watches two places, and nothing else records anything:
+//   - dispatch, through an OpObserver (Note [Op observers] in ops/dispatch.h): after an op ran,
+//     if grad mode is on and an input requires gradients, on_op() makes an OpNode from the
+//     op's derivative rule, with one edge per input (gradient_edge), saves what the rule asks
+//     for, and makes output 0 that node's output (the other outputs of multi-output ops are
+//     indices, masks or statistics and never require gradients);
+//   - core's views and copies, through CoreAutogradHooks (Note [Core reports views and copies
+//     to autograd] in core/autograd_hooks.h): a DerivedNode per view or copy.
+// In-place ops are recorded like other ops, with the target as both input 0 and output 0: the
+// new node's edge 0 is the target's old history, and the target's history becomes the node
+// ("rebasing"). before_in_place() runs first and refuses what autograd cannot follow:
+//   - writing into a leaf that requires gradients (its gradient would mean nothing; optimizers
+//     update parameters inside a NoGradGuard);
+//   - writing into a view of a tensor with history (the base would not see the new history);
+//   - writing a value that requires gradients into a tensor whose memory other tensors share
+//     (they would silently miss the history).
+// It also keeps a copy of the target's old values when the rule needs them (keeps_old_self).
+//
+// Registration: a static object below installs both hooks when the program starts. Static
+// libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
+// program that links grove_autograd refer to `grove_autograd_installed` (-Wl,--undefined).
+#include <string>
+
+#include "autograd/autograd_meta.h"
+#include "autograd/derived_node.h"
+#include "autograd/grad_mode.h"
+#include "autograd/op_node.h"
+#include "core/autograd_hooks.h"
+#include "core/error.h"
+
+namespace grove::autograd {
+namespace {
+
+bool any_requires_grad(std::span<const Tensor> inputs) {
+  for (const Tensor& input : inputs) {
+    if (input.requires_grad()) return true;
+  }
+  return false;
+}
+
+std::string describe(const Tensor& tensor) {
+  std::ostringstream out;
+  out << tensor.dtype() << tensor.sizes();
+  return out.str();
+}
+
+// The target's values before an in-place op wrote them, for rules with keeps_old_self.
+thread_local Tensor old_self;
+
+class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
+ public:
+  void before_in_place(const ops::OpCall& call) override {
+    old_self = Tensor();
+    if (!GradMode::is_enabled() || !any_requires_grad(call.inputs)) return;
+    const Tensor& target = call.input(0);
+    const std::string_view op = ops::op_name(call.kind);
+    GROVE_CHECK(!(target.requires_grad() && target.is_leaf()), op,
+                ": a leaf tensor that requires gradients (", describe(target),
+                ") cannot be modified in place while grad mode is on: its gradient would no "
+                "longer describe its values. Update parameters inside an "
+                "autograd::NoGradGuard (as optimizers do), or clone() it first");
+    const AutogradMeta* meta = meta_of(target);
+    GROVE_CHECK(meta == nullptr || !meta->is_view, op, ": the target (", describe(target),
+                ") is a view of a tensor with gradient history; autograd cannot follow an "
+                "in-place change through a view. clone() the view first, or build the result "
+                "out of place");
+    GROVE_CHECK(target.requires_grad() || target.storage().use_count() == 1, op,
+                ": writing a value that requires gradients into a tensor (", describe(target),
+                ") whose memory other tensors share: they would not see the gradient history. "
+                "Build the result out of place (cat, stack, where), or write into a fresh "
+                "tensor");
+    const DerivativeRule& rule = derivative_rule(call.kind);
+    if (rule.keeps_old_self && any_requires_grad(call.inputs.subspan(1))) {
+      old_self = target.detach().clone();
+    }
+  }
+
+  void on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) override {
+    if (!GradMode::is_enabled() || !any_requires_grad(call.inputs)) return;
+    const DerivativeRule& rule = derivative_rule(call.kind);
+    if (rule.differentiability == Differentiability::Never) return;
+    GROVE_CHECK(rule.differentiability == Differentiability::Rule, ops::op_name(call.kind),
+                ": an input requires gradients, but this op has no derivative (grove does not "
+                "differentiate its backward ops); call it inside an autograd::NoGradGuard");
+    const bool in_place = !outputs.span().empty() && call.inputs.size() > 0 &&
+                          outputs[0].impl() == call.input(0).impl();
+
+    std::vector<Edge> edges;
+    std::vector<TensorMeta> metas;
+    edges.reserve(call.inputs.size());
+    metas.reserve(call.inputs.size());
+    for (const Tensor& input : call.inputs) {
+      edges.push_back(input.requires_grad() ? gradient_edge(input) : Edge{});
+      metas.push_back(TensorMeta::of(input));
+    }
+    auto node =
+        IntrusivePtr<OpNode>::make(rule, call.attributes, std::move(edges), std::move(metas));
+    for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+      if (!rule.saves_input(i)) continue;
+      if (in_place && i == 0) {
+        if (old_self.defined()) node->save_input(0, old_self);
+        continue;
+      }
+      node->save_input(i, call.input(i));
+    }
+    old_self = Tensor();
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (rule.saves_output(i)) node->save_output(i, outputs[i]);
+    }
+    set_history(outputs[0], NodePtr(node.get()), 0);
+  }
+
+  void on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
+                  IntArrayRef args) const override {
+    if (!GradMode::is_enabled()) return;
+    GROVE_CHECK(kind != DerivedKind::AsStrided,
+                "as_strided: autograd does not differentiate through as_strided views of a "
+                "tensor that requires gradients (",
+                describe(source), "); use view, slice, select, expand or permute");
+    auto node =
+        IntrusivePtr<DerivedNode>::make(kind, args, TensorMeta::of(source), gradient_edge(source));
+    set_history(result, NodePtr(node.get()), 0);
+    if (kind != DerivedKind::Copy) ensure_meta(result).is_view = true;
+  }
+
+  void before_core_write(const Tensor& target, const Tensor* source,
+                         const char* op) const override {
+    if (!GradMode::is_enabled()) return;
+    GROVE_CHECK(false, "Tensor::", op, ": writing into ", describe(target),
+                source != nullptr ? std::string(" from ") + describe(*source) : std::string(),
+                " while grad mode is on and a tensor involved requires gradients; core's "
+                "copies are not recorded. Use ops::",
+                op, "(...), which autograd records, or do it inside an autograd::NoGradGuard");
+  }
+};
+
+Recorder recorder;
+
+bool install() {
+  ops::add_op_observer(&recorder);
+  set_core_autograd_hooks(&recorder);
+  return true;
+}
+
+}  // namespace
+}  // namespace grove::autograd
+
+// Referred to by every program that links grove_autograd (see the Note above); its
+// initialisation installs the recorder.
+extern "C" {
+extern const bool grove_autograd_installed;
+const bool grove_autograd_installed = grove::autograd::install();
+}

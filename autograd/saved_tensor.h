@@ -1,0 +1,34 @@
+// SavedTensor: a tensor a node keeps for its backward, with the version it had when saved.
+//
+// See Note [Views, aliasing and version counters] in core/tensor_impl.h: every in-place op
+// bumps the version of the storage it writes. If a saved tensor's version moved by the time
+// backward needs it, its values are not the ones the forward used, and unpack() throws instead
+// of computing a wrong gradient.
+//
+// An op's own outputs are saved detached (a new handle over the same memory without the
+// grad_fn), so that a node does not own itself through its output.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace grove::autograd {
+
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  SavedTensor(const Tensor& tensor, bool is_output);
+
+  bool defined() const { return tensor_.defined(); }
+  // The saved tensor; throws if it was modified in place since it was saved. `op` and `what`
+  // ("input 1", "output 0") name it in the error.
+  Tensor unpack(std::string_view op, std::string_view what) const;
+  void reset() { tensor_ = Tensor(); }
+
+ private:
+  Tensor tensor_;
+  std::uint64_t saved_version_ = 0;
+};
+
+}  // namespace grove::autograd
