@@ -179,7 +179,7 @@ class GraphTask {
       NodeState& state = states_.at(node);
       std::vector<Tensor> grads = std::move(state.buffer);
       grads.resize(node->num_outputs());
-      node->run_pre_hooks(grads);
+      if (state.needed) node->run_pre_hooks(grads);
       for (auto [output_nr, index] : state.captures) captured_[index] = grads[output_nr];
       std::vector<Tensor> input_grads;
       if (!capturing_ || state.runs) {
