@@ -24,6 +24,7 @@ struct AutogradMeta final : AutogradMetaInterface {
   std::vector<GradHook> leaf_hooks;         // run on a leaf's gradient before accumulation
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
   bool is_view = false;  // made by a core view (slice, transpose, ...) of a tensor with history
+  std::uint64_t view_version = 0;  // views: the storage's version when the view was made
   bool retains_grad = false;
 
   bool is_leaf() const override { return !grad_fn; }

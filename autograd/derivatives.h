@@ -12,6 +12,8 @@
 //     the input's shape (see sum_to). It must return the input's dtype.
 //   - Gradients of inputs that need none (ctx.needs(i) false) may be left undefined, and
 //     should be, to save work.
+//   - The scalar variant of an op (attributes.has_scalar: mul(x, 2)) saves no inputs; its rule
+//     reads the scalar from the attributes.
 //   - For in-place ops, saved input 0 is the target as it was before the op wrote it (kept
 //     only when the rule says keeps_old_self), and output 0 is the target after.
 //

@@ -19,6 +19,10 @@
 //   - writing a value that requires gradients into a tensor whose memory other tensors share
 //     (they would silently miss the history).
 // It also keeps a copy of the target's old values when the rule needs them (keeps_old_self).
+// A view's history says "these elements of the base as it was"; if the base is then changed
+// in place, the view's values change but its history does not, so using the view afterwards
+// (as an op input or the source of another view) is refused: take the view again after the
+// change. (PyTorch instead rebuilds the view's history; grove refuses rather than guess.)
 //
 // Registration: a static object below installs both hooks when the program starts. Static
 // libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
@@ -50,6 +54,18 @@ std::string describe(const Tensor& tensor) {
 
 // The target's values before an in-place op wrote them, for rules with keeps_old_self.
 thread_local Tensor old_self;
+
+// Throws if `tensor` is a view whose base changed in place after the view was made.
+void check_view_is_current(const Tensor& tensor, std::string_view op) {
+  const AutogradMeta* meta = meta_of(tensor);
+  if (meta == nullptr || !meta->is_view || meta->view_version == tensor.version()) return;
+  GROVE_CHECK(false, op, ": an input (", describe(tensor),
+              ") is a view of a tensor that was modified in place after the view was made "
+              "(version ",
+              meta->view_version, " then, ", tensor.version(),
+              " now), so its gradient history no longer matches its values. Take the view "
+              "again after the in-place change");
+}
 
 class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
  public:
@@ -94,12 +110,15 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     edges.reserve(call.inputs.size());
     metas.reserve(call.inputs.size());
     for (const Tensor& input : call.inputs) {
+      if (input.requires_grad()) check_view_is_current(input, ops::op_name(call.kind));
       edges.push_back(input.requires_grad() ? gradient_edge(input) : Edge{});
       metas.push_back(TensorMeta::of(input));
     }
     auto node =
         IntrusivePtr<OpNode>::make(rule, call.attributes, std::move(edges), std::move(metas));
-    for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    // Scalar variants (mul(x, 2), mul_(x, 2), lerp_(x, end, 0.5)) need no saved inputs.
+    const bool save_inputs = !call.attributes.has_scalar;
+    for (std::size_t i = 0; i < call.inputs.size() && save_inputs; ++i) {
       if (!rule.saves_input(i)) continue;
       if (in_place && i == 0) {
         if (old_self.defined()) node->save_input(0, old_self);
@@ -111,7 +130,7 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (rule.saves_output(i)) node->save_output(i, outputs[i]);
     }
-    set_history(outputs[0], NodePtr(node.get()), 0);
+    set_history(outputs[0], std::move(node), 0);
   }
 
   void on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
@@ -121,10 +140,15 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
                 "as_strided: autograd does not differentiate through as_strided views of a "
                 "tensor that requires gradients (",
                 describe(source), "); use view, slice, select, expand or permute");
+    check_view_is_current(source, "view");
     auto node =
         IntrusivePtr<DerivedNode>::make(kind, args, TensorMeta::of(source), gradient_edge(source));
-    set_history(result, NodePtr(node.get()), 0);
-    if (kind != DerivedKind::Copy) ensure_meta(result).is_view = true;
+    set_history(result, std::move(node), 0);
+    if (kind != DerivedKind::Copy) {
+      AutogradMeta& meta = ensure_meta(result);
+      meta.is_view = true;
+      meta.view_version = result.version();
+    }
   }
 
   void before_core_write(const Tensor& target, const Tensor* source,

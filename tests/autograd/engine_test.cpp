@@ -135,7 +135,7 @@ TEST(Engine, RetainGraphAllowsASecondBackward) {
 TEST(Engine, InPlaceChangeOfASavedTensorIsDetected) {
   const Tensor x = leaf({1.0, 2.0});
   const Tensor h = mul(x, 2.0);
-  const Tensor y = sum(mul(h, h));  // saves h at version 0
+  const Tensor y = sum(mul(h, h));          // saves h at version 0
   ops::add_(h, ones({2}, DType::Float64));  // h is now at version 1
   const std::string message = error_of([&] { y.backward(); });
   EXPECT_NE(message.find("modified by an in-place operation"), std::string::npos) << message;
@@ -146,7 +146,7 @@ TEST(Engine, InPlaceChangeOfASavedTensorIsDetected) {
 
 TEST(Engine, InPlaceChangeThroughAViewIsDetected) {
   const Tensor x = leaf({1.0, 2.0, 3.0, 4.0});
-  const Tensor h = exp(x);        // exp saves its output
+  const Tensor h = exp(x);  // exp saves its output
   const Tensor y = sum(h);
   Tensor alias = h.detach().slice(0, 0, 2);  // shares h's storage and version counter
   ops::mul_(alias, 2.0);
@@ -198,6 +198,22 @@ TEST(Engine, InPlaceIntoAViewWithHistoryIsRefused) {
   const Tensor part = h.slice(0, 0, 2);
   const std::string message = error_of([&] { ops::mul_(part, 2.0); });
   EXPECT_NE(message.find("view"), std::string::npos) << message;
+}
+
+TEST(Engine, UsingAViewAfterItsBaseChangedInPlaceIsRefused) {
+  const Tensor x = leaf({1.0, 2.0});
+  const Tensor h = mul(x, 2.0);
+  const Tensor view = h.view({2, 1});
+  const Tensor used_before = sum(view);  // fine: used before the change
+  ops::mul_(h, 3.0);                     // the view's values are now 3x what its history says
+  const std::string message = error_of([&] { (void)mul(view, 2.0); });
+  EXPECT_NE(message.find("modified in place after the view was made"), std::string::npos)
+      << message;
+  used_before.backward();  // the use before the change still differentiates
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2.0, 2.0}));
+  const Tensor fresh = h.view({2, 1});  // taken again: carries the new history
+  sum(fresh).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{8.0, 8.0}));
 }
 
 TEST(Engine, WritingHistoryIntoSharedMemoryIsRefused) {
@@ -330,7 +346,8 @@ TEST(Engine, GradOfAnUnusedInput) {
   const Tensor x = leaf({1.0});
   const Tensor unused = leaf({2.0});
   const Tensor y = mul(x, 2.0);
-  const std::string message = error_of([&] { (void)grad({y}, {unused}, {}, {.retain_graph = true}); });
+  const std::string message =
+      error_of([&] { (void)grad({y}, {unused}, {}, {.retain_graph = true}); });
   EXPECT_NE(message.find("allow_unused"), std::string::npos) << message;
   const std::vector<Tensor> grads = grad({y}, {x, unused}, {}, {.allow_unused = true});
   EXPECT_DOUBLE_EQ(grads[0].item<double>(), 2.0);
@@ -396,9 +413,9 @@ TEST(Engine, LongChainRunsWithoutRecursion) {
 }
 
 TEST(Engine, IntegerTensorsCannotRequireGrad) {
-  EXPECT_NE(error_of([] { (void)zeros({2}, DType::Int64).requires_grad_(); })
-                .find("floating-point"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { (void)zeros({2}, DType::Int64).requires_grad_(); }).find("floating-point"),
+      std::string::npos);
 }
 
 }  // namespace
