@@ -1,6 +1,9 @@
-// conv2d: argument checks, output shape and the user function. The kernel (im2col + GEMM) is in
-// ops/cpu/conv.cpp.
+// conv2d and its two backward ops: argument checks, output shapes and the user functions. The
+// kernels (im2col + GEMM, and GEMM + col2im for the input's gradient) are in ops/cpu/conv.cpp
+// and ops/cpu/conv_backward.cpp.
 #include "ops/conv.h"
+
+#include <utility>
 
 #include "ops/cpu/conv.h"
 #include "ops/dispatch.h"
@@ -8,7 +11,9 @@
 namespace grove::ops {
 namespace {
 
-// Attribute ints: stride (h, w), padding (h, w), dilation (h, w), groups.
+// Attribute ints of conv2d: stride (h, w), padding (h, w), dilation (h, w), groups. The backward
+// ops put the sizes of the tensor they compute first (input_sizes or weight_sizes, 4 values), and
+// these 7 after them.
 enum ConvAttribute : std::size_t {
   kStrideH,
   kStrideW,
@@ -19,6 +24,7 @@ enum ConvAttribute : std::size_t {
   kGroups,
   kNumConvAttributes
 };
+constexpr std::size_t kNumSizes = 4;
 
 // Output size of one spatial dim; below 1 when the dilated kernel does not fit the padded input.
 std::int64_t output_size(std::int64_t input, std::int64_t kernel, std::int64_t stride,
@@ -27,26 +33,21 @@ std::int64_t output_size(std::int64_t input, std::int64_t kernel, std::int64_t s
   return span < 0 ? 0 : span / stride + 1;
 }
 
-// input: (N, C, H, W), weight: (O, C / G, kH, kW), bias (optional third input): (O).
-void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
-  const Tensor& input = call.input(0);
-  const Tensor& weight = call.input(1);
-  const DimVector& a = call.attributes.ints;
-  GROVE_INTERNAL_ASSERT(a.size() == kNumConvAttributes, "conv2d takes 7 attribute ints");
-  GROVE_OP_CHECK(call, input.dim() == 4, "expected a 4-d input (N, C, H, W), but got ", input.dim(),
-                 "-d; add a batch dim with unsqueeze(0)");
-  GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
-                 weight.dim(), "-d");
-  GROVE_OP_CHECK(call, weight.size(2) >= 1 && weight.size(3) >= 1,
-                 "expected a kernel of at least 1 x 1, but the weight has shape ", weight.sizes());
-  GROVE_OP_CHECK(call, input.dtype() == weight.dtype(),
+// The rules conv2d and its backward ops share: input (N, C, H, W) and weight (O, C/G, kH, kW)
+// sizes (4 values each), dtypes and geometry `a`. Returns the output plane (Ho, Wo).
+std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef input,
+                                                 IntArrayRef weight, DType input_dtype,
+                                                 DType weight_dtype, IntArrayRef a) {
+  GROVE_OP_CHECK(call, weight[2] >= 1 && weight[3] >= 1,
+                 "expected a kernel of at least 1 x 1, but the weight has shape ", weight);
+  GROVE_OP_CHECK(call, input_dtype == weight_dtype,
                  "expected input and weight of one dtype, "
                  "but got ",
-                 input.dtype(), " and ", weight.dtype());
-  GROVE_OP_CHECK(call, is_floating_point(input.dtype()),
+                 input_dtype, " and ", weight_dtype);
+  GROVE_OP_CHECK(call, is_floating_point(input_dtype),
                  "expected float32 or float64 tensors, "
                  "but got ",
-                 input.dtype(), "; convert with to(float32)");
+                 input_dtype, "; convert with to(float32)");
   GROVE_OP_CHECK(call, a[kStrideH] >= 1 && a[kStrideW] >= 1, "expected strides >= 1, but got (",
                  a[kStrideH], ", ", a[kStrideW], ")");
   GROVE_OP_CHECK(call, a[kPaddingH] >= 0 && a[kPaddingW] >= 0, "expected paddings >= 0, but got (",
@@ -54,15 +55,39 @@ void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, a[kDilationH] >= 1 && a[kDilationW] >= 1,
                  "expected dilations >= 1, but got (", a[kDilationH], ", ", a[kDilationW], ")");
   const std::int64_t groups = a[kGroups];
-  const std::int64_t channels = input.size(1);
-  const std::int64_t out_channels = weight.size(0);
+  const std::int64_t channels = input[1];
+  const std::int64_t out_channels = weight[0];
   GROVE_OP_CHECK(call, groups >= 1, "expected groups >= 1, but got ", groups);
   GROVE_OP_CHECK(call, out_channels % groups == 0, "the weight's ", out_channels,
                  " output channels are not divisible by groups = ", groups);
-  GROVE_OP_CHECK(call, channels == weight.size(1) * groups, "the input has ", channels,
-                 " channels, but the weight expects ", weight.size(1), " x groups (", groups,
-                 ") = ", weight.size(1) * groups, ": input ", input.sizes(), ", weight ",
-                 weight.sizes());
+  GROVE_OP_CHECK(call, channels == weight[1] * groups, "the input has ", channels,
+                 " channels, but the weight expects ", weight[1], " x groups (", groups,
+                 ") = ", weight[1] * groups, ": input ", input, ", weight ", weight);
+  const std::int64_t out_h =
+      output_size(input[2], weight[2], a[kStrideH], a[kPaddingH], a[kDilationH]);
+  const std::int64_t out_w =
+      output_size(input[3], weight[3], a[kStrideW], a[kPaddingW], a[kDilationW]);
+  GROVE_OP_CHECK(call, out_h >= 1 && out_w >= 1, "the output would be empty (", out_h, " x ", out_w,
+                 "): the kernel ", weight[2], " x ", weight[3], " with dilation (", a[kDilationH],
+                 ", ", a[kDilationW], ") spans ", a[kDilationH] * (weight[2] - 1) + 1, " x ",
+                 a[kDilationW] * (weight[3] - 1) + 1, ", more than the padded input ",
+                 input[2] + 2 * a[kPaddingH], " x ", input[3] + 2 * a[kPaddingW]);
+  return {out_h, out_w};
+}
+
+// input: (N, C, H, W), weight: (O, C / G, kH, kW), bias (optional third input): (O).
+void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& input = call.input(0);
+  const Tensor& weight = call.input(1);
+  const IntArrayRef a = call.attributes.ints;
+  GROVE_INTERNAL_ASSERT(a.size() == kNumConvAttributes, "conv2d takes 7 attribute ints");
+  GROVE_OP_CHECK(call, input.dim() == 4, "expected a 4-d input (N, C, H, W), but got ", input.dim(),
+                 "-d; add a batch dim with unsqueeze(0)");
+  GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
+                 weight.dim(), "-d");
+  const auto [out_h, out_w] =
+      check_conv(call, input.sizes(), weight.sizes(), input.dtype(), weight.dtype(), a);
+  const std::int64_t out_channels = weight.size(0);
   if (call.inputs.size() == 3) {
     const Tensor& bias = call.input(2);
     GROVE_OP_CHECK(call, bias.dim() == 1 && bias.size(0) == out_channels,
@@ -70,40 +95,116 @@ void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
     GROVE_OP_CHECK(call, bias.dtype() == input.dtype(), "expected a ", input.dtype(),
                    " bias, but got ", bias.dtype());
   }
-  const std::int64_t out_h =
-      output_size(input.size(2), weight.size(2), a[kStrideH], a[kPaddingH], a[kDilationH]);
-  const std::int64_t out_w =
-      output_size(input.size(3), weight.size(3), a[kStrideW], a[kPaddingW], a[kDilationW]);
-  GROVE_OP_CHECK(call, out_h >= 1 && out_w >= 1, "the output would be empty (", out_h, " x ", out_w,
-                 "): the kernel ", weight.size(2), " x ", weight.size(3), " with dilation (",
-                 a[kDilationH], ", ", a[kDilationW], ") spans ",
-                 a[kDilationH] * (weight.size(2) - 1) + 1, " x ",
-                 a[kDilationW] * (weight.size(3) - 1) + 1, ", more than the padded input ",
-                 input.size(2) + 2 * a[kPaddingH], " x ", input.size(3) + 2 * a[kPaddingW]);
   outputs.add({input.size(0), out_channels, out_h, out_w}, input.dtype());
 }
 
+// The backward ops: grad (N, O, Ho, Wo) and the other operand, `sizes` of the one they compute.
+// grad must be exactly the output conv2d gives for these shapes.
+void check_grad(const OpCall& call, const Tensor& grad, IntArrayRef input, IntArrayRef weight,
+                std::int64_t out_h, std::int64_t out_w) {
+  GROVE_OP_CHECK(call, grad.dtype() == call.input(1).dtype(), "expected grad of dtype ",
+                 call.input(1).dtype(), ", but got ", grad.dtype());
+  const DimVector expected{input[0], weight[0], out_h, out_w};
+  GROVE_OP_CHECK(call, grad.sizes() == IntArrayRef(expected), "expected grad of shape ",
+                 IntArrayRef(expected), " (conv2d's output for input ", input, " and weight ",
+                 weight, "), but got ", grad.sizes());
+}
+
+void check_sizes(const OpCall& call, IntArrayRef sizes, const char* what) {
+  for (const std::int64_t size : sizes) {
+    GROVE_OP_CHECK(call, size >= 0, "expected ", what, " >= 0, but got ", sizes);
+  }
+}
+
+// grad: (N, O, Ho, Wo), weight: (O, C / G, kH, kW) -> grad_input: input_sizes (N, C, H, W).
+void infer_conv2d_backward_input(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& weight = call.input(1);
+  const IntArrayRef ints = call.attributes.ints;
+  GROVE_INTERNAL_ASSERT(ints.size() == kNumSizes + kNumConvAttributes, "takes 11 attribute ints");
+  const IntArrayRef input_sizes(ints.data(), kNumSizes);
+  GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
+                 weight.dim(), "-d");
+  check_sizes(call, input_sizes, "input sizes");
+  const auto [out_h, out_w] =
+      check_conv(call, input_sizes, weight.sizes(), weight.dtype(), weight.dtype(),
+                 IntArrayRef(ints.data() + kNumSizes, kNumConvAttributes));
+  check_grad(call, call.input(0), input_sizes, weight.sizes(), out_h, out_w);
+  outputs.add(input_sizes, weight.dtype());
+}
+
+// grad: (N, O, Ho, Wo), input: (N, C, H, W) -> grad_weight: weight_sizes (O, C / G, kH, kW).
+void infer_conv2d_backward_weight(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& input = call.input(1);
+  const IntArrayRef ints = call.attributes.ints;
+  GROVE_INTERNAL_ASSERT(ints.size() == kNumSizes + kNumConvAttributes, "takes 11 attribute ints");
+  const IntArrayRef weight_sizes(ints.data(), kNumSizes);
+  GROVE_OP_CHECK(call, input.dim() == 4, "expected a 4-d input (N, C, H, W), but got ", input.dim(),
+                 "-d");
+  check_sizes(call, weight_sizes, "weight sizes");
+  const auto [out_h, out_w] =
+      check_conv(call, input.sizes(), weight_sizes, input.dtype(), input.dtype(),
+                 IntArrayRef(ints.data() + kNumSizes, kNumConvAttributes));
+  check_grad(call, call.input(0), input.sizes(), weight_sizes, out_h, out_w);
+  outputs.add(weight_sizes, input.dtype());
+}
+
+// Inputs: input, weight, bias if any. ints: the 7 ConvAttributes.
 constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d, nullptr};
+// Inputs: grad, weight. ints: input_sizes (4), then the 7 ConvAttributes.
+constexpr OpEntry kConv2dBackwardInput{OpKind::Conv2dBackwardInput, infer_conv2d_backward_input,
+                                       cpu::conv2d_backward_input, nullptr};
+// Inputs: grad, input. ints: weight_sizes (4), then the 7 ConvAttributes.
+constexpr OpEntry kConv2dBackwardWeight{OpKind::Conv2dBackwardWeight, infer_conv2d_backward_weight,
+                                        cpu::conv2d_backward_weight, nullptr};
 
 // (h, w) from a list of one or two values, as PyTorch's _pair.
-void append_pair(DimVector& ints, IntArrayRef values, const char* what) {
-  GROVE_CHECK(values.size() == 1 || values.size() == 2, "conv2d: expected ", what,
+void append_pair(DimVector& ints, IntArrayRef values, const OpEntry& entry, const char* what) {
+  GROVE_CHECK(values.size() == 1 || values.size() == 2, op_name(entry.kind), ": expected ", what,
               " as one value or two (height, width), but got ", values);
   ints.push_back(values[0]);
   ints.push_back(values[values.size() - 1]);
+}
+
+OpAttributes conv_attributes(const OpEntry& entry, IntArrayRef stride, IntArrayRef padding,
+                             IntArrayRef dilation, std::int64_t groups, IntArrayRef sizes = {},
+                             const char* sizes_name = "") {
+  OpAttributes attributes;
+  if (entry.kind != OpKind::Conv2d) {
+    GROVE_CHECK(sizes.size() == kNumSizes, op_name(entry.kind), ": expected ", sizes_name,
+                " of 4 values, but got ", sizes);
+    for (const std::int64_t size : sizes) attributes.ints.push_back(size);
+  }
+  append_pair(attributes.ints, stride, entry, "stride");
+  append_pair(attributes.ints, padding, entry, "padding");
+  append_pair(attributes.ints, dilation, entry, "dilation");
+  attributes.ints.push_back(groups);
+  return attributes;
 }
 
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, std::int64_t groups) {
-  OpAttributes attributes;
-  append_pair(attributes.ints, stride, "stride");
-  append_pair(attributes.ints, padding, "padding");
-  append_pair(attributes.ints, dilation, "dilation");
-  attributes.ints.push_back(groups);
+  const OpAttributes attributes = conv_attributes(kConv2d, stride, padding, dilation, groups);
   if (bias.defined()) return dispatch(kConv2d, {input, weight, bias}, attributes)[0];
   return dispatch(kConv2d, {input, weight}, attributes)[0];
+}
+
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, IntArrayRef input_sizes,
+                             IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                             std::int64_t groups) {
+  const OpAttributes attributes = conv_attributes(kConv2dBackwardInput, stride, padding, dilation,
+                                                  groups, input_sizes, "input_sizes (N, C, H, W)");
+  return dispatch(kConv2dBackwardInput, {grad, weight}, attributes)[0];
+}
+
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& input, IntArrayRef weight_sizes,
+                              IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                              std::int64_t groups) {
+  const OpAttributes attributes =
+      conv_attributes(kConv2dBackwardWeight, stride, padding, dilation, groups, weight_sizes,
+                      "weight_sizes (O, C / groups, kH, kW)");
+  return dispatch(kConv2dBackwardWeight, {grad, input}, attributes)[0];
 }
 
 }  // namespace grove::ops

@@ -1,5 +1,5 @@
-// 2-d convolution (cross-correlation, as in PyTorch): conv2d. Returns a new contiguous tensor on
-// the input's device; does not synchronise the host.
+// 2-d convolution (cross-correlation, as in PyTorch): conv2d, and its gradients. Each returns a
+// new contiguous tensor on the input's device; none synchronises the host.
 //
 // Dimension letters: N batch, C input channels, H x W input plane, O output channels,
 // kH x kW kernel, Ho x Wo output plane, G groups.
@@ -18,5 +18,24 @@ namespace grove::ops {
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
               IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
               IntArrayRef dilation = {1, 1}, std::int64_t groups = 1);
+
+// The gradients of conv2d, for autograd's rule. grad is the gradient of conv2d's output,
+// (N, O, Ho, Wo); stride, padding, dilation and groups are the forward's. With
+// output = conv2d(input, weight):
+//   conv2d_backward_input:  d/d input  of sum(grad * output), of shape input_sizes (N, C, H, W);
+//   conv2d_backward_weight: d/d weight of sum(grad * output), of shape weight_sizes
+//                           (O, C / G, kH, kW).
+// The sizes are given because several input sizes have the same output size when a stride is
+// above 1 (rows and columns that no window reaches get gradient 0). The bias's gradient is
+// sum(grad) over (N, Ho, Wo): ops::sum, no op of its own.
+// Deterministic: images are spread over threads whole, and the weight's gradient adds the images
+// in fixed chunks (independent of the thread count) in a fixed order; see
+// ops/cpu/conv_backward.cpp.
+Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, IntArrayRef input_sizes,
+                             IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
+                             IntArrayRef dilation = {1, 1}, std::int64_t groups = 1);
+Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& input, IntArrayRef weight_sizes,
+                              IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
+                              IntArrayRef dilation = {1, 1}, std::int64_t groups = 1);
 
 }  // namespace grove::ops

@@ -106,6 +106,19 @@ void infer_unary_numeric(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(x.sizes(), x.dtype());
 }
 
+// gelu_backward: grad and x of one shape and one floating dtype.
+void infer_unary_backward(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& grad = call.input(0);
+  const Tensor& x = call.input(1);
+  GROVE_OP_CHECK(call, grad.sizes() == x.sizes(), "expected grad of the input's shape ", x.sizes(),
+                 ", but got ", grad.sizes(), " (a backward op does not broadcast)");
+  GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point input, but got ",
+                 x.dtype());
+  GROVE_OP_CHECK(call, grad.dtype() == x.dtype(), "expected grad of the input's dtype ", x.dtype(),
+                 ", but got ", grad.dtype());
+  outputs.add(x.sizes(), x.dtype());
+}
+
 #define GROVE_ENTRY(kind, infer, kernel) \
   constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
 GROVE_ENTRY(Add, infer_arithmetic, binary)
@@ -133,7 +146,8 @@ GROVE_ENTRY(Abs, infer_unary_numeric, unary)
 GROVE_ENTRY(Tanh, infer_unary_floating, unary)
 GROVE_ENTRY(Sigmoid, infer_unary_floating, unary)
 GROVE_ENTRY(Relu, infer_unary_numeric, unary)
-GROVE_ENTRY(Gelu, infer_unary_floating, unary)  // flag: tanh approximation
+GROVE_ENTRY(Gelu, infer_unary_floating, unary)                  // flag: tanh approximation
+GROVE_ENTRY(GeluBackward, infer_unary_backward, gelu_backward)  // flag: tanh approximation
 #undef GROVE_ENTRY
 
 Tensor binary(const OpEntry& entry, const Tensor& a, const Tensor& b) {
@@ -273,6 +287,13 @@ Tensor relu(const Tensor& x) {
 }
 Tensor gelu(const Tensor& x, bool approximate) {
   return unary(kGelu, x, 0.0, approximate);
+}
+
+// Inputs: grad, x.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate) {
+  OpAttributes attributes;
+  attributes.flag = approximate;
+  return dispatch(kGeluBackward, {grad, x}, attributes)[0];
 }
 
 }  // namespace grove::ops

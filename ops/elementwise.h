@@ -56,6 +56,14 @@ Tensor relu(const Tensor& x);
 // approximate: false -> 0.5 x (1 + erf(x / sqrt 2)); true -> the tanh approximation.
 Tensor gelu(const Tensor& x, bool approximate = false);
 
+// Derivatives of unary ops, for autograd's rules: grad * d gelu(x) / dx, elementwise.
+//   exact:       d/dx [x Phi(x)] = Phi(x) + x phi(x), with Phi(x) = (1 + erf(x / sqrt 2)) / 2 and
+//                phi(x) = exp(-x^2 / 2) / sqrt(2 pi);
+//   approximate: y = x (1 + tanh u) / 2 with u = sqrt(2 / pi) (x + 0.044715 x^3), so
+//                dy/dx = (1 + tanh u) / 2 + x (1 - tanh^2 u) sqrt(2 / pi) (1 + 3 0.044715 x^2) / 2.
+// grad and x: one shape (no broadcasting) and one floating dtype.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate = false);
+
 }  // namespace grove::ops
 
 namespace grove {

@@ -20,13 +20,41 @@ void infer_embedding(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(sizes, weight.dtype());
 }
 
+// grad: (*indices.sizes(), D) floating point, indices: int64 (*) -> (num_weights, D).
+void infer_embedding_backward(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& grad = call.input(0);
+  const Tensor& indices = call.input(1);
+  const std::int64_t num_weights = call.attributes.ints[0];
+  GROVE_OP_CHECK(call, indices.dtype() == DType::Int64, "expected int64 indices, but got ",
+                 indices.dtype(), "; convert them with to(int64)");
+  GROVE_OP_CHECK(call, is_floating_point(grad.dtype()), "expected a floating-point grad, but got ",
+                 grad.dtype());
+  GROVE_OP_CHECK(call,
+                 grad.dim() == indices.dim() + 1 &&
+                     IntArrayRef(grad.sizes().data(), static_cast<std::size_t>(indices.dim())) ==
+                         indices.sizes(),
+                 "expected grad of shape (*indices' shape ", indices.sizes(),
+                 ", features), but got ", grad.sizes());
+  GROVE_OP_CHECK(call, num_weights >= 0, "expected num_weights >= 0, but got ", num_weights);
+  outputs.add({num_weights, grad.size(-1)}, grad.dtype());
+}
+
 // Inputs: weight, indices. No attributes.
 constexpr OpEntry kEmbedding{OpKind::Embedding, infer_embedding, cpu::embedding, nullptr};
+// Inputs: grad, indices. ints[0]: num_weights.
+constexpr OpEntry kEmbeddingBackward{OpKind::EmbeddingBackward, infer_embedding_backward,
+                                     cpu::embedding_backward, nullptr};
 
 }  // namespace
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return dispatch(kEmbedding, {weight, indices})[0];
+}
+
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, std::int64_t num_weights) {
+  OpAttributes attributes;
+  attributes.ints = {num_weights};
+  return dispatch(kEmbeddingBackward, {grad, indices}, attributes)[0];
 }
 
 }  // namespace grove::ops

@@ -5,8 +5,9 @@
 //
 // Note [Index checks during capture]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// An index outside [0, V) must be a clear error, never a silent clamp or a read out of bounds.
-// Ops that take indices (embedding, one_hot) check them twice:
+// An index outside [0, V) must be a clear error, never a silent clamp or an access out of bounds.
+// Ops that take indices (embedding, embedding_backward, one_hot, max_pool2d_backward) check them
+// twice:
 // - on the host, before the launch, when host reads are allowed (no capture on this thread):
 //   the error names the op, the bad index, its position in the index tensor and the inputs;
 // - inside the kernel, always. While a graph captures, the host must not read the indices (they
@@ -24,5 +25,14 @@
 namespace grove::ops {
 
 Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+// The gradient of embedding with respect to its weight, for autograd's rule:
+//   grad: (*, D) with * = indices' shape, indices: int64 (*)  ->  (num_weights, D) in grad's
+//   dtype (floating point), with row r = the sum of grad[i..., :] over every position i... where
+//   indices[i...] == r (repeated indices add up; rows no index picks are 0).
+// Deterministic: each output element is summed by one thread, in row-major order of the indices,
+// so the result does not depend on the thread count. Indices are checked as in embedding (Note
+// [Index checks during capture]) against [0, num_weights).
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, std::int64_t num_weights);
 
 }  // namespace grove::ops

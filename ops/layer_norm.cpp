@@ -1,8 +1,9 @@
-// layer_norm: argument checks, output shapes and the user functions; the kernel is in
-// ops/cpu/layer_norm.cpp.
+// layer_norm and layer_norm_backward: argument checks, output shapes and the user functions; the
+// kernels are in ops/cpu/layer_norm.cpp.
 //
 // dispatch() refuses undefined inputs, so absent weight and bias are left out of the input list:
-// inputs = (x, weight if flag, bias if present); ints = normalized_shape; reals[0] = eps.
+// inputs = (x, weight if flag, bias if present); ints = normalized_shape; reals[0] = eps. The
+// backward op likewise: inputs = (grad, x, mean, rstd, weight if flag); ints = normalized_shape.
 #include "ops/layer_norm.h"
 
 #include <cmath>
@@ -14,8 +15,8 @@
 namespace grove::ops {
 namespace {
 
-void check_parameter(const OpCall& call, const Tensor& parameter, const char* name) {
-  const Tensor& x = call.input(0);
+void check_parameter(const OpCall& call, const Tensor& x, const Tensor& parameter,
+                     const char* name) {
   const IntArrayRef normalized_shape = call.attributes.ints;
   GROVE_OP_CHECK(call, parameter.sizes() == normalized_shape, "expected ", name, " of shape ",
                  normalized_shape, " (the normalized shape), but got ", parameter.sizes());
@@ -23,10 +24,10 @@ void check_parameter(const OpCall& call, const Tensor& parameter, const char* na
                  " (the input's), but got ", parameter.dtype());
 }
 
-void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
-  const Tensor& x = call.input(0);
+// x against normalized_shape (ints); returns the shape of mean and rstd: x's, with the
+// normalised dims set to 1.
+DimVector check_input(const OpCall& call, const Tensor& x) {
   const IntArrayRef normalized_shape = call.attributes.ints;
-  const double eps = call.attributes.reals[0];
   GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point input, but got ",
                  x.dtype());
   const auto k = static_cast<std::int64_t>(normalized_shape.size());
@@ -35,22 +36,56 @@ void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
   const IntArrayRef trailing(x.sizes().data() + (x.dim() - k), static_cast<std::size_t>(k));
   GROVE_OP_CHECK(call, trailing == normalized_shape, "the normalized shape ", normalized_shape,
                  " must equal the input's trailing dims, but the input has shape ", x.sizes());
+  DimVector stats_sizes(x.sizes());
+  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) stats_sizes[static_cast<std::size_t>(d)] = 1;
+  return stats_sizes;
+}
+
+void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& x = call.input(0);
+  const double eps = call.attributes.reals[0];
+  const DimVector stats_sizes = check_input(call, x);
   GROVE_OP_CHECK(call, std::isfinite(eps) && eps >= 0.0, "expected a finite eps >= 0, but got ",
                  eps);
   std::size_t next = 1;
-  if (call.attributes.flag) check_parameter(call, call.input(next++), "weight");
-  if (next < call.inputs.size()) check_parameter(call, call.input(next++), "bias");
+  if (call.attributes.flag) check_parameter(call, x, call.input(next++), "weight");
+  if (next < call.inputs.size()) check_parameter(call, x, call.input(next++), "bias");
   GROVE_INTERNAL_ASSERT(next == call.inputs.size(), "layer_norm got unexpected inputs");
-
-  DimVector stats_sizes(x.sizes());
-  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) stats_sizes[static_cast<std::size_t>(d)] = 1;
   outputs.add(x.sizes(), x.dtype());
   outputs.add(stats_sizes, x.dtype());  // mean
   outputs.add(stats_sizes, x.dtype());  // rstd
 }
 
+// grad, x: (*, N1, ..., Nk); mean, rstd: (*, 1, ..., 1); weight (if flag): normalized_shape.
+void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& grad = call.input(0);
+  const Tensor& x = call.input(1);
+  const DimVector stats_sizes = check_input(call, x);
+  GROVE_OP_CHECK(call, grad.sizes() == x.sizes() && grad.dtype() == x.dtype(),
+                 "expected grad of the input's shape and dtype ", x.dtype(), x.sizes(),
+                 ", but got ", grad.dtype(), grad.sizes());
+  const char* names[] = {"mean", "rstd"};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const Tensor& stat = call.input(2 + i);
+    GROVE_OP_CHECK(
+        call, stat.sizes() == IntArrayRef(stats_sizes) && stat.dtype() == x.dtype(), "expected ",
+        names[i], " of shape and dtype ", x.dtype(), IntArrayRef(stats_sizes),
+        " (layer_norm_with_stats' output for this input), but got ", stat.dtype(), stat.sizes());
+  }
+  if (call.attributes.flag) check_parameter(call, x, call.input(4), "weight");
+  GROVE_INTERNAL_ASSERT(call.inputs.size() == (call.attributes.flag ? 5u : 4u),
+                        "layer_norm_backward got unexpected inputs");
+  outputs.add(x.sizes(), x.dtype());             // grad_input
+  outputs.add(call.attributes.ints, x.dtype());  // grad_weight
+  outputs.add(call.attributes.ints, x.dtype());  // grad_bias
+}
+
 // Outputs: y, mean, rstd.
 constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm, nullptr};
+// Inputs: grad, x, mean, rstd, weight if flag. ints: normalized_shape. Outputs: grad_input,
+// grad_weight, grad_bias.
+constexpr OpEntry kLayerNormBackward{OpKind::LayerNormBackward, infer_layer_norm_backward,
+                                     cpu::layer_norm_backward, nullptr};
 
 }  // namespace
 
@@ -70,6 +105,18 @@ LayerNormResult layer_norm_with_stats(const Tensor& x, IntArrayRef normalized_sh
 Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
   return layer_norm_with_stats(x, normalized_shape, weight, bias, eps).output;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                   const Tensor& rstd, IntArrayRef normalized_shape,
+                                   const Tensor& weight) {
+  OpAttributes attributes;
+  attributes.ints = normalized_shape;
+  attributes.flag = weight.defined();
+  std::vector<Tensor> inputs{grad, x, mean, rstd};
+  if (weight.defined()) inputs.push_back(weight);
+  OpOutputs outputs = dispatch(kLayerNormBackward, inputs, attributes);
+  return {outputs[0], outputs[1], outputs[2]};
 }
 
 }  // namespace grove::ops

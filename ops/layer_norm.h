@@ -29,4 +29,23 @@ LayerNormResult layer_norm_with_stats(const Tensor& x, IntArrayRef normalized_sh
                                       const Tensor& weight = {}, const Tensor& bias = {},
                                       double eps = 1e-5);
 
+// The gradients of layer_norm, for autograd's rule. grad: the gradient of y (x's shape and
+// dtype); mean and rstd: layer_norm_with_stats' saved outputs; weight: the forward's, or an
+// undefined Tensor (then it counts as ones). With xhat = (x - mean) rstd, gw = grad * weight, and
+// means taken over each row's N elements:
+//   grad_input  = rstd (gw - mean(gw) - xhat mean(gw xhat))                   (x's shape)
+//   grad_weight = sum over rows of grad xhat,   grad_bias = sum over rows of grad
+//                                                                       (normalized_shape)
+// All three are always computed (the caller drops what it does not need); sums in double.
+// Deterministic: each row of grad_input, and each element of grad_weight and grad_bias, is
+// summed by one thread in a fixed order.
+struct LayerNormGrads {
+  Tensor grad_input;
+  Tensor grad_weight;
+  Tensor grad_bias;
+};
+LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
+                                   const Tensor& rstd, IntArrayRef normalized_shape,
+                                   const Tensor& weight = {});
+
 }  // namespace grove::ops

@@ -32,6 +32,8 @@ namespace grove::ops {
   X(Neg, "neg") X(Exp, "exp") X(Log, "log") X(Sqrt, "sqrt") X(Rsqrt, "rsqrt")               \
   X(Pow, "pow") X(Abs, "abs") X(Tanh, "tanh") X(Sigmoid, "sigmoid") X(Relu, "relu")         \
   X(Gelu, "gelu")                                                                           \
+  /* elementwise.h: derivatives of unary ops */                                             \
+  X(GeluBackward, "gelu_backward")                                                          \
   /* inplace.h: in-place updates for optimizers and initialisers */                         \
   X(AddInplace, "add_") X(MulInplace, "mul_") X(Addcmul, "addcmul_")                        \
   X(Addcdiv, "addcdiv_") X(Lerp, "lerp_") X(Fill, "fill_") X(Copy, "copy_")                \
@@ -43,10 +45,15 @@ namespace grove::ops {
   /* softmax.h */                                                                           \
   X(Softmax, "softmax") X(LogSoftmax, "log_softmax") X(CrossEntropy, "cross_entropy")       \
   X(NllLoss, "nll_loss")                                                                    \
+  X(CrossEntropyBackward, "cross_entropy_backward") X(NllLossBackward, "nll_loss_backward") \
   /* layer_norm.h, embedding.h */                                                           \
   X(LayerNorm, "layer_norm") X(Embedding, "embedding")                                      \
+  X(LayerNormBackward, "layer_norm_backward") X(EmbeddingBackward, "embedding_backward")    \
   /* conv.h, pool.h */                                                                      \
   X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")                 \
+  X(Conv2dBackwardInput, "conv2d_backward_input")                                           \
+  X(Conv2dBackwardWeight, "conv2d_backward_weight")                                         \
+  X(MaxPool2dBackward, "max_pool2d_backward") X(AvgPool2dBackward, "avg_pool2d_backward")   \
   /* shape.h: shape ops that copy */                                                        \
   X(Cat, "cat") X(Tril, "tril") X(Triu, "triu") X(OneHot, "one_hot")                        \
   /* random.h */                                                                            \

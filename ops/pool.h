@@ -1,5 +1,6 @@
-// 2-d pooling: max_pool2d (with the argmax indices autograd needs) and avg_pool2d. Results are
-// new contiguous tensors on the input's device; no host synchronisation.
+// 2-d pooling: max_pool2d (with the argmax indices autograd needs) and avg_pool2d, and their
+// gradients. Results are new contiguous tensors on the input's device; no host synchronisation.
+// The backward ops are deterministic: each input plane is written by one thread, in order.
 //
 // Input (N, C, H, W) or (C, H, W); output (N, C, Ho, Wo) or (C, Ho, Wo) with
 //   Ho = floor((H + 2 pH - kH) / sH) + 1, and likewise Wo
@@ -28,5 +29,19 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride = 
 // default): the divisor is always kH * kW.
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride = {},
                   IntArrayRef padding = {0, 0});
+
+// The gradients of the two poolings, for autograd's rules: d/d input of sum(grad * output), of
+// shape input_sizes (the forward input's, (N, C, H, W) or (C, H, W)) and grad's dtype. grad is
+// the gradient of the pooled output.
+// max_pool2d_backward: `indices` are max_pool2d_with_indices' (y * W + x in each input plane, of
+// grad's shape); each grad element is added to the input element its index names, so elements
+// that win several (overlapping) windows sum their gradients, and the others get 0. Indices
+// outside [0, H * W) are errors, checked as in Note [Index checks during capture].
+Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, IntArrayRef input_sizes);
+// avg_pool2d_backward: kernel, stride and padding are the forward's; each grad element divided
+// by kH * kW (the forward's divisor, padding included) is added to every input element of its
+// window.
+Tensor avg_pool2d_backward(const Tensor& grad, IntArrayRef input_sizes, IntArrayRef kernel,
+                           IntArrayRef stride = {}, IntArrayRef padding = {0, 0});
 
 }  // namespace grove::ops

@@ -1,8 +1,8 @@
 // Softmax family: argument checks, output shapes and the user functions. Kernels are in
-// ops/cpu/softmax.cpp.
+// ops/cpu/softmax.cpp, and the losses' gradients in ops/cpu/softmax_backward.cpp.
 //
-// Attributes: softmax and log_softmax keep the dim in ints[0]; cross_entropy and nll_loss keep
-// ignore_index in ints[0].
+// Attributes: softmax and log_softmax keep the dim in ints[0]; cross_entropy, nll_loss and their
+// backward ops keep ignore_index in ints[0].
 //
 // Note [Cross-entropy saves the log-sum-exp]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -10,10 +10,11 @@
 // and lse (N), the log-sum-exp of each row of logits, which it drops. The derivative needs
 // exactly that: with n the number of rows whose target is not ignored,
 //   d loss / d logits[i, c] = (exp(logits[i, c] - lse[i]) - [c == targets[i]]) / n
-// for those rows and 0 for ignored ones, so autograd can form the gradient from the saved lse
-// in one pass without recomputing the row maxima and sums. Autograd sees both outputs through
-// the op observer (Note [Op observers] in dispatch.h). lse is computed for every row, ignored
-// or not.
+// for those rows and 0 for ignored ones, so the gradient (cross_entropy_backward) is formed from
+// the saved lse in one pass without recomputing the row maxima and sums. Autograd sees both
+// outputs through the op observer (Note [Op observers] in dispatch.h). lse is computed for every
+// row, ignored or not. When every row is ignored (n = 0) the loss is NaN and the gradient is 0:
+// see cross_entropy_backward in softmax.h.
 #include "ops/softmax.h"
 
 #include "ops/cpu/softmax.h"
@@ -39,11 +40,11 @@ void infer_softmax(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(x.sizes(), x.dtype());
 }
 
-// cross_entropy and nll_loss: (N, C) floating-point scores and (N) int64 targets.
-void infer_loss(const OpCall& call, OutputSpecs& outputs) {
-  const Tensor& scores = call.input(0);
-  const Tensor& targets = call.input(1);
-  const char* what = call.kind == OpKind::CrossEntropy ? "logits" : "log-probabilities";
+// (N, C) floating-point scores and (N) int64 targets, of the losses and their gradients.
+void check_scores_and_targets(const OpCall& call, const Tensor& scores, const Tensor& targets) {
+  const bool logits =
+      call.kind == OpKind::CrossEntropy || call.kind == OpKind::CrossEntropyBackward;
+  const char* what = logits ? "logits" : "log-probabilities";
   check_floating(call, scores);
   GROVE_OP_CHECK(call, scores.dim() == 2, "expected ", what, " of shape (N, C), but got shape ",
                  scores.sizes(), "; flatten the leading dims with view({-1, C})");
@@ -56,9 +57,35 @@ void infer_loss(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, targets.dim() == 1 && targets.sizes()[0] == scores.sizes()[0],
                  "expected targets of shape [", scores.sizes()[0], "] (one per row of the ", what,
                  " ", scores.sizes(), "), but got ", targets.sizes());
+}
+
+// cross_entropy and nll_loss: scores, targets -> the mean loss (and for cross_entropy lse).
+void infer_loss(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& scores = call.input(0);
+  check_scores_and_targets(call, scores, call.input(1));
   outputs.add({}, scores.dtype());
   // See Note [Cross-entropy saves the log-sum-exp].
   if (call.kind == OpKind::CrossEntropy) outputs.add({scores.sizes()[0]}, scores.dtype());
+}
+
+// cross_entropy_backward and nll_loss_backward: grad (0-d), scores, targets, and for
+// cross_entropy_backward lse (N) -> the scores' gradient (N, C).
+void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& grad = call.input(0);
+  const Tensor& scores = call.input(1);
+  check_scores_and_targets(call, scores, call.input(2));
+  GROVE_OP_CHECK(call, grad.dim() == 0 && grad.dtype() == scores.dtype(),
+                 "expected a 0-d grad (of the mean loss) of dtype ", scores.dtype(), ", but got ",
+                 grad.dtype(), grad.sizes());
+  if (call.kind == OpKind::CrossEntropyBackward) {
+    const Tensor& lse = call.input(3);
+    GROVE_OP_CHECK(
+        call,
+        lse.dim() == 1 && lse.sizes()[0] == scores.sizes()[0] && lse.dtype() == scores.dtype(),
+        "expected lse of shape [", scores.sizes()[0], "] and dtype ", scores.dtype(),
+        " (the cross_entropy op's second output), but got ", lse.dtype(), lse.sizes());
+  }
+  outputs.add(scores.sizes(), scores.dtype());
 }
 
 #define GROVE_ENTRY(kind, infer, kernel) \
@@ -67,6 +94,10 @@ GROVE_ENTRY(Softmax, infer_softmax, softmax)          // ints[0]: dim
 GROVE_ENTRY(LogSoftmax, infer_softmax, softmax)       // ints[0]: dim
 GROVE_ENTRY(CrossEntropy, infer_loss, cross_entropy)  // ints[0]: ignore_index; outputs loss, lse
 GROVE_ENTRY(NllLoss, infer_loss, nll_loss)            // ints[0]: ignore_index
+// Inputs: grad, logits, targets, lse. ints[0]: ignore_index.
+GROVE_ENTRY(CrossEntropyBackward, infer_loss_backward, cross_entropy_backward)
+// Inputs: grad, log_probs, targets. ints[0]: ignore_index.
+GROVE_ENTRY(NllLossBackward, infer_loss_backward, nll_loss_backward)
 #undef GROVE_ENTRY
 
 OpAttributes with_int(std::int64_t value) {
@@ -91,6 +122,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t i
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index) {
   return dispatch(kNllLoss, {log_probs, targets}, with_int(ignore_index))[0];
+}
+
+Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets,
+                              const Tensor& lse, std::int64_t ignore_index) {
+  return dispatch(kCrossEntropyBackward, {grad, logits, targets, lse}, with_int(ignore_index))[0];
+}
+
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
+                         std::int64_t ignore_index) {
+  return dispatch(kNllLossBackward, {grad, log_probs, targets}, with_int(ignore_index))[0];
 }
 
 }  // namespace grove::ops

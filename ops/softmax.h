@@ -1,4 +1,5 @@
-// Softmax and the losses built on it: softmax, log_softmax, cross_entropy and nll_loss.
+// Softmax and the losses built on it: softmax, log_softmax, cross_entropy and nll_loss, and the
+// losses' gradients.
 // All return new contiguous tensors on the input's device; none synchronises the host.
 //
 // softmax and log_softmax take a floating-point tensor of any shape and normalise along `dim`
@@ -29,5 +30,22 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim);
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100);
 // log_probs: (N, C); targets: (N) int64 -> -mean(log_probs[i, targets[i]]), 0-d.
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index = -100);
+
+// The gradients of the two losses with respect to their scores, for autograd's rules. grad is
+// the gradient of the mean loss: a 0-d tensor in the scores' dtype that the kernel reads (never
+// the host), so a captured graph replays with whatever grad then holds. With n the number of
+// rows whose target is not ignore_index:
+//   cross_entropy_backward: (N, C) = grad (softmax(logits) - onehot(target)) / n on those rows,
+//     with softmax(logits)[i, c] = exp(logits[i, c] - lse[i]); lse (N) is the second output of
+//     the cross_entropy op (Note [Cross-entropy saves the log-sum-exp] in ops/softmax.cpp);
+//   nll_loss_backward: (N, C) = -grad / n at (i, targets[i]) on those rows, 0 elsewhere.
+// Ignored rows get 0. If every target is ignored (or N = 0), the forward's mean has no terms and
+// is NaN whatever the scores are (a constant): the backward then returns zeros, every row being
+// ignored, as PyTorch does; the NaN shows in the loss, not in the gradients. Targets are checked
+// by the kernel, as in the forward. Deterministic: rows are independent, n is counted serially.
+Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets,
+                              const Tensor& lse, std::int64_t ignore_index = -100);
+Tensor nll_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
+                         std::int64_t ignore_index = -100);
 
 }  // namespace grove::ops

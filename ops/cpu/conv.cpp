@@ -1,4 +1,5 @@
-// CPU kernel for conv2d: im2col + GEMM.
+// CPU kernel for conv2d: im2col + GEMM; and im2col and col2im, which the backward kernels
+// (ops/cpu/conv_backward.cpp) share.
 //
 // For image n and group g, im2col unfolds the group's input channels into a matrix
 //   columns: (C/G * kH * kW, Ho * Wo),  row (c, i, j) holding input[c][y sH - pH + i dH][x sW - pW
@@ -12,8 +13,6 @@
 // allocated before launch and die after it: Note [Scratch copies before a CPU kernel].
 #include "ops/cpu/conv.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <type_traits>
 
@@ -21,27 +20,6 @@
 
 namespace grove::ops::cpu {
 namespace {
-
-// What the kernel captures: trivially copyable (Note [CPU streams simulate CUDA capture]).
-template <typename T>
-struct ConvPlan {
-  const T* input = nullptr;   // (N, C, H, W), contiguous
-  const T* weight = nullptr;  // (O, C/G * kH * kW), contiguous
-  const T* bias = nullptr;    // (O) with bias_stride, or null
-  std::int64_t bias_stride = 1;
-  T* output = nullptr;   // (N, O, Ho * Wo), contiguous
-  T* columns = nullptr;  // threads x (C/G * kH * kW, Ho * Wo); null for the direct path
-  std::int64_t batch = 0, channels = 0, height = 0, width = 0;
-  std::int64_t out_channels = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
-  std::int64_t stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
-  std::int64_t dilation_h = 1, dilation_w = 1, groups = 1;
-  int threads = 1;             // images run on this many threads (1: the images in turn)
-  bool parallel_gemm = false;  // with threads == 1: may Eigen use several threads per GEMM
-
-  std::int64_t group_channels() const { return channels / groups; }
-  std::int64_t unfolded_rows() const { return group_channels() * kernel_h * kernel_w; }
-  std::int64_t pixels() const { return out_h * out_w; }
-};
 
 // The first output index x in [0, out) whose input index x * stride + offset is >= 0, and the
 // end of those whose input index is < size: outside [begin, end) the input is padding.
@@ -53,80 +31,142 @@ void valid_range(std::int64_t offset, std::int64_t stride, std::int64_t size, st
   end = std::clamp(end, begin, out);
 }
 
-// columns (C/G * kH * kW, Ho * Wo) from one group's input channels (C/G, H, W).
+}  // namespace
+
+ConvShape make_conv_shape(IntArrayRef input, IntArrayRef weight, IntArrayRef output,
+                          IntArrayRef geometry) {
+  ConvShape shape;
+  shape.batch = input[0];
+  shape.channels = input[1];
+  shape.height = input[2];
+  shape.width = input[3];
+  shape.out_channels = weight[0];
+  shape.kernel_h = weight[2];
+  shape.kernel_w = weight[3];
+  shape.out_h = output[2];
+  shape.out_w = output[3];
+  shape.stride_h = geometry[0];
+  shape.stride_w = geometry[1];
+  shape.padding_h = geometry[2];
+  shape.padding_w = geometry[3];
+  shape.dilation_h = geometry[4];
+  shape.dilation_w = geometry[5];
+  shape.groups = geometry[6];
+  return shape;
+}
+
+ConvThreads conv_threads(std::int64_t work, std::int64_t items) {
+  const int threads = max_threads();
+  const bool parallel = work >= kMinParallelWork && threads > 1;
+  ConvThreads result;
+  result.threads =
+      parallel && items > 1 ? static_cast<int>(std::min<std::int64_t>(threads, items)) : 1;
+  result.parallel_gemm = parallel && result.threads == 1;
+  return result;
+}
+
 template <typename T>
-void im2col(const ConvPlan<T>& plan, const T* input, T* columns) {
-  const std::int64_t plane = plan.height * plan.width;
-  for (std::int64_t c = 0; c < plan.group_channels(); ++c) {
-    for (std::int64_t i = 0; i < plan.kernel_h; ++i) {
-      for (std::int64_t j = 0; j < plan.kernel_w; ++j) {
-        T* row = columns + ((c * plan.kernel_h + i) * plan.kernel_w + j) * plan.pixels();
-        const std::int64_t x_offset = j * plan.dilation_w - plan.padding_w;
+void im2col(const ConvShape& shape, const T* input, T* columns) {
+  const std::int64_t plane = shape.height * shape.width;
+  for (std::int64_t c = 0; c < shape.group_channels(); ++c) {
+    for (std::int64_t i = 0; i < shape.kernel_h; ++i) {
+      for (std::int64_t j = 0; j < shape.kernel_w; ++j) {
+        T* row = columns + ((c * shape.kernel_h + i) * shape.kernel_w + j) * shape.pixels();
+        const std::int64_t x_offset = j * shape.dilation_w - shape.padding_w;
         std::int64_t x_begin = 0, x_end = 0;
-        valid_range(x_offset, plan.stride_w, plan.width, plan.out_w, x_begin, x_end);
-        for (std::int64_t y = 0; y < plan.out_h; ++y) {
-          T* out_row = row + y * plan.out_w;
-          const std::int64_t input_y = y * plan.stride_h - plan.padding_h + i * plan.dilation_h;
-          if (input_y < 0 || input_y >= plan.height) {
-            std::fill(out_row, out_row + plan.out_w, T(0));
+        valid_range(x_offset, shape.stride_w, shape.width, shape.out_w, x_begin, x_end);
+        for (std::int64_t y = 0; y < shape.out_h; ++y) {
+          T* out_row = row + y * shape.out_w;
+          const std::int64_t input_y = y * shape.stride_h - shape.padding_h + i * shape.dilation_h;
+          if (input_y < 0 || input_y >= shape.height) {
+            std::fill(out_row, out_row + shape.out_w, T(0));
             continue;
           }
-          const T* input_row = input + c * plane + input_y * plan.width;
+          const T* input_row = input + c * plane + input_y * shape.width;
           std::fill(out_row, out_row + x_begin, T(0));
-          if (plan.stride_w == 1) {
+          if (shape.stride_w == 1) {
             std::copy(input_row + x_begin + x_offset, input_row + x_end + x_offset,
                       out_row + x_begin);
           } else {
             for (std::int64_t x = x_begin; x < x_end; ++x) {
-              out_row[x] = input_row[x * plan.stride_w + x_offset];
+              out_row[x] = input_row[x * shape.stride_w + x_offset];
             }
           }
-          std::fill(out_row + x_end, out_row + plan.out_w, T(0));
+          std::fill(out_row + x_end, out_row + shape.out_w, T(0));
         }
       }
     }
   }
 }
 
+// im2col's loops with the copy reversed into an addition; rows (c, i, j) in order, so every
+// input element sums its terms in the same order each time.
+template <typename T>
+void col2im(const ConvShape& shape, const T* columns, T* input) {
+  const std::int64_t plane = shape.height * shape.width;
+  std::fill(input, input + shape.group_channels() * plane, T(0));
+  for (std::int64_t c = 0; c < shape.group_channels(); ++c) {
+    for (std::int64_t i = 0; i < shape.kernel_h; ++i) {
+      for (std::int64_t j = 0; j < shape.kernel_w; ++j) {
+        const T* row = columns + ((c * shape.kernel_h + i) * shape.kernel_w + j) * shape.pixels();
+        const std::int64_t x_offset = j * shape.dilation_w - shape.padding_w;
+        std::int64_t x_begin = 0, x_end = 0;
+        valid_range(x_offset, shape.stride_w, shape.width, shape.out_w, x_begin, x_end);
+        for (std::int64_t y = 0; y < shape.out_h; ++y) {
+          const std::int64_t input_y = y * shape.stride_h - shape.padding_h + i * shape.dilation_h;
+          if (input_y < 0 || input_y >= shape.height) continue;
+          const T* column_row = row + y * shape.out_w;
+          T* input_row = input + c * plane + input_y * shape.width;
+          for (std::int64_t x = x_begin; x < x_end; ++x) {
+            input_row[x * shape.stride_w + x_offset] += column_row[x];
+          }
+        }
+      }
+    }
+  }
+}
+
+template void im2col<float>(const ConvShape&, const float*, float*);
+template void im2col<double>(const ConvShape&, const double*, double*);
+template void col2im<float>(const ConvShape&, const float*, float*);
+template void col2im<double>(const ConvShape&, const double*, double*);
+
+namespace {
+
+// What the kernel captures: trivially copyable (Note [CPU streams simulate CUDA capture]).
+template <typename T>
+struct ConvPlan {
+  ConvShape shape;
+  ConvThreads threads;
+  const T* input = nullptr;   // (N, C, H, W), contiguous
+  const T* weight = nullptr;  // (O, C/G * kH * kW), contiguous
+  const T* bias = nullptr;    // (O) with bias_stride, or null
+  std::int64_t bias_stride = 1;
+  T* output = nullptr;   // (N, O, Ho * Wo), contiguous
+  T* columns = nullptr;  // threads x (C/G * kH * kW, Ho * Wo); null for the direct path
+};
+
 // All groups of image n; `columns` is this thread's buffer.
 template <typename T>
 void convolve_image(const ConvPlan<T>& plan, std::int64_t n, T* columns) {
-  const std::int64_t group_out = plan.out_channels / plan.groups;
-  const std::int64_t rows = plan.unfolded_rows();
-  const std::int64_t pixels = plan.pixels();
-  for (std::int64_t g = 0; g < plan.groups; ++g) {
+  const ConvShape& shape = plan.shape;
+  const std::int64_t group_out = shape.group_out_channels();
+  const std::int64_t rows = shape.unfolded_rows();
+  const std::int64_t pixels = shape.pixels();
+  for (std::int64_t g = 0; g < shape.groups; ++g) {
     const T* input =
-        plan.input + (n * plan.channels + g * plan.group_channels()) * plan.height * plan.width;
+        plan.input + (n * shape.channels + g * shape.group_channels()) * shape.height * shape.width;
     const T* unfolded = input;  // the direct (1x1) path
-    if (plan.columns != nullptr) {
-      im2col(plan, input, columns);
+    if (columns != nullptr) {
+      im2col(shape, input, columns);
       unfolded = columns;
     }
     const MatrixRef<const T> weight{plan.weight + g * group_out * rows, group_out, rows, rows,
                                     true};
     const MatrixRef<const T> patches{unfolded, rows, pixels, pixels, true};
-    T* output = plan.output + (n * plan.out_channels + g * group_out) * pixels;
+    T* output = plan.output + (n * shape.out_channels + g * group_out) * pixels;
     const T* bias = plan.bias == nullptr ? nullptr : plan.bias + g * group_out * plan.bias_stride;
     gemm(weight, patches, output, pixels, bias, Bias{BiasMode::PerRow, plan.bias_stride});
-  }
-}
-
-// See Note [Threads in CPU GEMM].
-template <typename T>
-void run_conv(const ConvPlan<T>& plan) {
-  const std::int64_t columns_size = plan.unfolded_rows() * plan.pixels();
-  if (plan.threads > 1) {
-#pragma omp parallel for num_threads(plan.threads) schedule(static)
-    for (std::int64_t n = 0; n < plan.batch; ++n) {
-      T* columns =
-          plan.columns == nullptr ? nullptr : plan.columns + omp_get_thread_num() * columns_size;
-      convolve_image(plan, n, columns);
-    }
-  } else if (plan.parallel_gemm) {
-    for (std::int64_t n = 0; n < plan.batch; ++n) convolve_image(plan, n, plan.columns);
-  } else {
-    ThreadsGuard one_thread(1);
-    for (std::int64_t n = 0; n < plan.batch; ++n) convolve_image(plan, n, plan.columns);
   }
 }
 
@@ -137,36 +177,14 @@ void launch_conv(const OpCall& call, const Tensor& out) {
   const Tensor input = call.input(0).contiguous();
   const Tensor weight = call.input(1).contiguous();
   Tensor columns;
-  const DimVector& ints = call.attributes.ints;
   ConvPlan<T> plan;
-  plan.batch = input.size(0);
-  plan.channels = input.size(1);
-  plan.height = input.size(2);
-  plan.width = input.size(3);
-  plan.out_channels = weight.size(0);
-  plan.kernel_h = weight.size(2);
-  plan.kernel_w = weight.size(3);
-  plan.out_h = out.size(2);
-  plan.out_w = out.size(3);
-  plan.stride_h = ints[0];
-  plan.stride_w = ints[1];
-  plan.padding_h = ints[2];
-  plan.padding_w = ints[3];
-  plan.dilation_h = ints[4];
-  plan.dilation_w = ints[5];
-  plan.groups = ints[6];
+  plan.shape = make_conv_shape(input.sizes(), weight.sizes(), out.sizes(), call.attributes.ints);
+  const ConvShape& shape = plan.shape;
   const std::int64_t work =
-      plan.batch * plan.out_channels * plan.unfolded_rows() * plan.pixels();  // multiply-adds
-  const int threads = max_threads();
-  const bool parallel = work >= kMinParallelWork && threads > 1;
-  plan.threads = parallel && plan.batch > 1
-                     ? static_cast<int>(std::min<std::int64_t>(threads, plan.batch))
-                     : 1;
-  plan.parallel_gemm = parallel && plan.threads == 1;
-  const bool direct = plan.kernel_h == 1 && plan.kernel_w == 1 && plan.stride_h == 1 &&
-                      plan.stride_w == 1 && plan.padding_h == 0 && plan.padding_w == 0;
-  if (!direct) {
-    columns = empty({plan.threads, plan.unfolded_rows(), plan.pixels()},
+      shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels();  // multiply-adds
+  plan.threads = conv_threads(work, shape.batch);
+  if (!shape.direct()) {
+    columns = empty({plan.threads.threads, shape.unfolded_rows(), shape.pixels()},
                     TensorOptions(out.dtype()).device(out.device()));
     plan.columns = static_cast<T*>(columns.data_ptr());
   }
@@ -177,7 +195,13 @@ void launch_conv(const OpCall& call, const Tensor& out) {
     plan.bias = static_cast<const T*>(call.input(2).data_ptr());
     plan.bias_stride = call.input(2).stride(0);
   }
-  launch_cpu(current_stream(out.device()), [plan] { run_conv(plan); });
+  launch_cpu(current_stream(out.device()), [plan] {
+    const std::int64_t columns_size = plan.shape.unfolded_rows() * plan.shape.pixels();
+    for_each_item(plan.threads, plan.shape.batch, [&](std::int64_t n, int thread) {
+      convolve_image(plan, n,
+                     plan.columns == nullptr ? nullptr : plan.columns + thread * columns_size);
+    });
+  });
 }
 
 }  // namespace

@@ -253,6 +253,30 @@ void unary(const OpCall& call, const OpOutputs& outputs) {
   });
 }
 
+// out = grad * gelu'(x): run_binary with the derivative as its function (grad and x have the
+// output's shape, so nothing broadcasts; non-contiguous operands take the strided path).
+void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
+  const bool approximate = call.attributes.flag;
+  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "gelu_backward", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      run_binary<T, T>(call, outputs[0], [approximate](T grad, T x) {
+        if (approximate) {
+          constexpr T kSqrt2OverPi = T(0.7978845608028654);
+          constexpr T kCubic = T(0.044715);
+          const T t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+          const T du_dx = kSqrt2OverPi * (T(1) + T(3) * kCubic * x * x);
+          return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du_dx);
+        }
+        constexpr T kInvSqrt2 = T(0.7071067811865476);
+        constexpr T kInvSqrt2Pi = T(0.3989422804014327);
+        const T cdf = T(0.5) * (T(1) + std::erf(x * kInvSqrt2));
+        const T pdf = kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+        return grad * (cdf + x * pdf);
+      });
+    }
+  });
+}
+
 void where(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
   const DimVector condition_strides = broadcast_strides(call.input(0), out.sizes());

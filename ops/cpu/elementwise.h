@@ -9,6 +9,7 @@ namespace grove::ops::cpu {
 void binary(const OpCall& call, const OpOutputs& outputs);  // arithmetic and comparisons
 void where(const OpCall& call, const OpOutputs& outputs);
 void masked_fill(const OpCall& call, const OpOutputs& outputs);
-void unary(const OpCall& call, const OpOutputs& outputs);  // unary math, clamp
+void unary(const OpCall& call, const OpOutputs& outputs);          // unary math, clamp
+void gelu_backward(const OpCall& call, const OpOutputs& outputs);  // inputs: grad, x
 
 }  // namespace grove::ops::cpu

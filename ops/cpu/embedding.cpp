@@ -1,10 +1,14 @@
-// CPU kernel for embedding: for each index, in row-major order of the index tensor, copy one
-// weight row (D elements, read through the weight's strides) into the next output row. And the
-// index checks shared with one_hot; see Note [Index checks during capture] in ops/embedding.h.
+// CPU kernels for embedding: for each index, in row-major order of the index tensor, copy one
+// weight row (D elements, read through the weight's strides) into the next output row; and for
+// embedding_backward, the reverse: add each grad row into the output row its index names. And
+// the index checks shared with one_hot; see Note [Index checks during capture] in
+// ops/embedding.h.
 #include "ops/cpu/embedding.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 
 #include "core/device_graph.h"
 #include "core/stream.h"
@@ -111,6 +115,78 @@ void embedding(const OpCall& call, const OpOutputs& outputs) {
         }
       });
     });
+  });
+}
+
+namespace {
+
+// embedding_backward: below this many additions, one thread.
+constexpr std::int64_t kMinParallelScatter = std::int64_t{1} << 16;
+// embedding_backward gives each thread blocks of this many columns (features).
+constexpr std::int64_t kScatterColumns = 64;
+
+// What embedding_backward captures: trivially copyable.
+template <typename T>
+struct ScatterPlan {
+  const T* grad = nullptr;                // (count, features), contiguous
+  const std::int64_t* indices = nullptr;  // (count), contiguous
+  T* out = nullptr;                       // (rows, features)
+  std::int64_t count = 0, rows = 0, features = 0;
+  IndexShape shape;        // the indices' shape, for errors
+  const char* range_name;  // a string literal
+};
+
+template <typename T>
+void scatter_rows(const ScatterPlan<T>& plan) {
+  for (std::int64_t i = 0; i < plan.count; ++i) {
+    const std::int64_t index = plan.indices[i];
+    if (index < 0 || index >= plan.rows) [[unlikely]] {
+      throw_index_error(OpKind::EmbeddingBackward, index, i, plan.shape, plan.rows,
+                        plan.range_name);
+    }
+  }
+  std::fill(plan.out, plan.out + plan.rows * plan.features, T(0));
+  const std::int64_t blocks = (plan.features + kScatterColumns - 1) / kScatterColumns;
+#pragma omp parallel for schedule(static) if (plan.count * plan.features >= kMinParallelScatter)
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int64_t begin = block * kScatterColumns;
+    const std::int64_t end = std::min(plan.features, begin + kScatterColumns);
+    for (std::int64_t i = 0; i < plan.count; ++i) {
+      T* target = plan.out + plan.indices[i] * plan.features;
+      const T* source = plan.grad + i * plan.features;
+      for (std::int64_t f = begin; f < end; ++f) target[f] += source[f];
+    }
+  }
+}
+
+}  // namespace
+
+// grad: (N, D) with N = numel(indices), indices: (N) -> out: (num_weights, D), both read from
+// contiguous copies (Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h):
+//   out = 0;  for i in 0 .. N-1 in order:  out[indices[i], :] += grad[i, :].
+// Threads split the columns, never the indices: every output element is summed by one thread,
+// in index order, so repeated indices cannot race and the result does not depend on the thread
+// count. The indices are all checked before anything is written (an exception must not leave an
+// OpenMP region).
+void embedding_backward(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const char* range_name = "num_weights";
+  check_indices_on_host(call, call.input(1), out.size(0), range_name);
+  const Tensor grad = call.input(0).contiguous();
+  const Tensor indices = call.input(1).contiguous();
+  GROVE_DISPATCH_DTYPE(out.dtype(), "embedding_backward", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {  // infer lets only floating grads through
+      ScatterPlan<T> plan;
+      plan.grad = static_cast<const T*>(grad.data_ptr());
+      plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
+      plan.out = static_cast<T*>(out.data_ptr());
+      plan.count = indices.numel();
+      plan.rows = out.size(0);
+      plan.features = out.size(1);
+      plan.shape = index_shape(indices);
+      plan.range_name = range_name;
+      launch_cpu(current_stream(out.device()), [plan] { scatter_rows(plan); });
+    }
   });
 }
 

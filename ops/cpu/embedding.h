@@ -1,5 +1,6 @@
-// CPU kernel of embedding (ops/embedding.h), and the index checks it shares with one_hot
-// (ops/cpu/shape.cpp). See Note [Index checks during capture] in ops/embedding.h.
+// CPU kernels of embedding and embedding_backward (ops/embedding.h), and the index checks they
+// share with one_hot (ops/cpu/shape.cpp) and max_pool2d_backward (ops/cpu/pool.cpp). See
+// Note [Index checks during capture] in ops/embedding.h.
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 namespace grove::ops::cpu {
 
 void embedding(const OpCall& call, const OpOutputs& outputs);
+void embedding_backward(const OpCall& call, const OpOutputs& outputs);
 
 // The shape of an index tensor in a trivially copyable form, so that a kernel can name the
 // position of a bad index (shapes beyond kMaxKernelDims dims report the flat position only).

@@ -3,12 +3,95 @@
 //   x: (M, N) after flattening the batch dims into M rows and the normalised dims into N.
 // A non-contiguous x, weight or bias is made contiguous first (a copy kernel on the same
 // stream), so the row loop reads dense memory.
+//
+// layer_norm_backward works on the same (M, N) view, in two independent parts: grad_input row
+// by row (each row needs its own two sums, mean(gw) and mean(gw xhat)), and grad_weight and
+// grad_bias column by column (sums over the M rows). Rows, and blocks of columns, are spread
+// over threads; each sum is computed by one thread in a fixed order, in double, so the results
+// do not depend on the thread count.
 #include "ops/cpu/layer_norm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace grove::ops::cpu {
+namespace {
+
+// Below this many elements layer_norm_backward runs on one thread.
+constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 15;
+// grad_weight and grad_bias are summed in blocks of this many columns, one thread per block.
+constexpr std::int64_t kColumnBlock = 64;
+
+// What layer_norm_backward captures: trivially copyable.
+template <typename T>
+struct LayerNormBackwardPlan {
+  const T* grad = nullptr;    // (M, N), contiguous
+  const T* x = nullptr;       // (M, N), contiguous
+  const T* mean = nullptr;    // (M)
+  const T* rstd = nullptr;    // (M)
+  const T* weight = nullptr;  // (N), or null for ones
+  T* grad_input = nullptr;    // (M, N)
+  T* grad_weight = nullptr;   // (N)
+  T* grad_bias = nullptr;     // (N)
+  std::int64_t m = 0, n = 0;
+};
+
+// grad_input = rstd (gw - mean(gw) - xhat mean(gw xhat)), row by row.
+template <typename T>
+void input_grad_rows(const LayerNormBackwardPlan<T>& plan) {
+#pragma omp parallel for schedule(static) if (plan.m * plan.n >= kMinParallelElements)
+  for (std::int64_t row = 0; row < plan.m; ++row) {
+    const T* g = plan.grad + row * plan.n;
+    const T* x = plan.x + row * plan.n;
+    T* out = plan.grad_input + row * plan.n;
+    const double mean = plan.mean[row];
+    const double rstd = plan.rstd[row];
+    double sum_gw = 0.0, sum_gw_xhat = 0.0;
+    for (std::int64_t j = 0; j < plan.n; ++j) {
+      const double gw = plan.weight == nullptr ? g[j] : double(g[j]) * plan.weight[j];
+      sum_gw += gw;
+      sum_gw_xhat += gw * (x[j] - mean) * rstd;
+    }
+    const double mean_gw = sum_gw / static_cast<double>(plan.n);
+    const double mean_gw_xhat = sum_gw_xhat / static_cast<double>(plan.n);
+    for (std::int64_t j = 0; j < plan.n; ++j) {
+      const double gw = plan.weight == nullptr ? g[j] : double(g[j]) * plan.weight[j];
+      const double xhat = (x[j] - mean) * rstd;
+      out[j] = static_cast<T>(rstd * (gw - mean_gw - xhat * mean_gw_xhat));
+    }
+  }
+}
+
+// grad_weight = sum over rows of g xhat, grad_bias = sum over rows of g; a block of columns per
+// iteration, its rows in order.
+template <typename T>
+void parameter_grad_columns(const LayerNormBackwardPlan<T>& plan) {
+  const std::int64_t blocks = (plan.n + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (plan.m * plan.n >= kMinParallelElements)
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int64_t begin = block * kColumnBlock;
+    const std::int64_t width = std::min(kColumnBlock, plan.n - begin);
+    double weight_sums[kColumnBlock] = {};
+    double bias_sums[kColumnBlock] = {};
+    for (std::int64_t row = 0; row < plan.m; ++row) {
+      const T* g = plan.grad + row * plan.n + begin;
+      const T* x = plan.x + row * plan.n + begin;
+      const double mean = plan.mean[row];
+      const double rstd = plan.rstd[row];
+      for (std::int64_t j = 0; j < width; ++j) {
+        weight_sums[j] += g[j] * (x[j] - mean) * rstd;
+        bias_sums[j] += g[j];
+      }
+    }
+    for (std::int64_t j = 0; j < width; ++j) {
+      plan.grad_weight[begin + j] = static_cast<T>(weight_sums[j]);
+      plan.grad_bias[begin + j] = static_cast<T>(bias_sums[j]);
+    }
+  }
+}
+
+}  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
   const bool has_weight = call.attributes.flag;
@@ -55,6 +138,34 @@ void layer_norm(const OpCall& call, const OpOutputs& outputs) {
           mean_out[row] = static_cast<T>(mean);
           rstd_out[row] = static_cast<T>(rstd);
         }
+      });
+    }
+  });
+}
+
+void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
+  // See Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
+  const Tensor grad = call.input(0).contiguous();
+  const Tensor x = call.input(1).contiguous();
+  const Tensor mean = call.input(2).contiguous();
+  const Tensor rstd = call.input(3).contiguous();
+  const Tensor weight = call.attributes.flag ? call.input(4).contiguous() : Tensor();
+  GROVE_DISPATCH_DTYPE(x.dtype(), "layer_norm_backward", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      LayerNormBackwardPlan<T> plan;
+      plan.grad = static_cast<const T*>(grad.data_ptr());
+      plan.x = static_cast<const T*>(x.data_ptr());
+      plan.mean = static_cast<const T*>(mean.data_ptr());
+      plan.rstd = static_cast<const T*>(rstd.data_ptr());
+      plan.weight = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+      plan.grad_input = static_cast<T*>(outputs[0].data_ptr());
+      plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
+      plan.grad_bias = static_cast<T*>(outputs[2].data_ptr());
+      plan.m = mean.numel();
+      plan.n = product(call.attributes.ints);
+      launch_cpu(current_stream(x.device()), [plan] {
+        input_grad_rows(plan);
+        parameter_grad_columns(plan);
       });
     }
   });

@@ -77,6 +77,21 @@ void multiply(const MatrixRef<const T>& a, const MatrixRef<const T>& b, OutputMa
   }
 }
 
+// c (+)= a @ b in whichever of the four layouts a and b have.
+template <typename T>
+void multiply_any(const MatrixRef<const T>& a, const MatrixRef<const T>& b, OutputMap<T>& c,
+                  bool accumulate) {
+  constexpr int kRow = Eigen::RowMajor;
+  constexpr int kColumn = Eigen::ColMajor;
+  if (a.row_major) {
+    b.row_major ? multiply<T, kRow, kRow>(a, b, c, accumulate)
+                : multiply<T, kRow, kColumn>(a, b, c, accumulate);
+  } else {
+    b.row_major ? multiply<T, kColumn, kRow>(a, b, c, accumulate)
+                : multiply<T, kColumn, kColumn>(a, b, c, accumulate);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -99,21 +114,25 @@ void gemm(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c, std::i
     if (!has_bias) out.setZero();
     return;
   }
-  constexpr int kRow = Eigen::RowMajor;
-  constexpr int kColumn = Eigen::ColMajor;
-  if (a.row_major) {
-    b.row_major ? multiply<T, kRow, kRow>(a, b, out, has_bias)
-                : multiply<T, kRow, kColumn>(a, b, out, has_bias);
-  } else {
-    b.row_major ? multiply<T, kColumn, kRow>(a, b, out, has_bias)
-                : multiply<T, kColumn, kColumn>(a, b, out, has_bias);
-  }
+  multiply_any(a, b, out, has_bias);
+}
+
+template <typename T>
+void gemm_accumulate(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c,
+                     std::int64_t ldc) {
+  if (a.rows == 0 || b.cols == 0 || a.cols == 0) return;
+  OutputMap<T> out(c, a.rows, b.cols, Eigen::OuterStride<>(ldc));
+  multiply_any(a, b, out, true);
 }
 
 template void gemm<float>(const MatrixRef<const float>&, const MatrixRef<const float>&, float*,
                           std::int64_t, const float*, Bias);
 template void gemm<double>(const MatrixRef<const double>&, const MatrixRef<const double>&, double*,
                            std::int64_t, const double*, Bias);
+template void gemm_accumulate<float>(const MatrixRef<const float>&, const MatrixRef<const float>&,
+                                     float*, std::int64_t);
+template void gemm_accumulate<double>(const MatrixRef<const double>&,
+                                      const MatrixRef<const double>&, double*, std::int64_t);
 
 namespace {
 

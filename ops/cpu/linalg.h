@@ -101,5 +101,10 @@ bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride
 template <typename T>
 void gemm(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c, std::int64_t ldc,
           const T* bias = nullptr, Bias bias_layout = {});
+// c (a.rows x b.cols, row-major with leading dimension ldc) += a @ b; K = 0 adds nothing. Threads
+// as gemm. (conv2d_backward_weight sums the images' products this way.)
+template <typename T>
+void gemm_accumulate(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c,
+                     std::int64_t ldc);
 
 }  // namespace grove::ops::cpu

@@ -1,13 +1,19 @@
 // CPU kernels for max_pool2d and avg_pool2d: for every (image, channel) plane and output pixel,
 // a loop over the window clipped to the input. The input is read through its strides; outputs
-// are contiguous. Follows PyTorch's CPU kernels (aten/src/ATen/native/cpu/MaxPoolKernel.cpp,
-// AvgPoolKernel.cpp) for index, tie, NaN and divisor rules.
+// are contiguous. The backward kernels run the same loops with the data flowing the other way
+// (each grad element added into the input elements it came from), over contiguous copies of grad
+// and indices (Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h); each input plane
+// is summed by one thread in a fixed order, so results do not depend on the thread count. Follows
+// PyTorch's CPU kernels (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp) for index,
+// tie, NaN and divisor rules.
 #include "ops/cpu/pool.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
+
+#include "ops/cpu/embedding.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -128,6 +134,101 @@ void run_avg_pool(const PoolPlan<T>& plan) {
   });
 }
 
+// What a backward kernel captures: trivially copyable.
+template <typename T>
+struct PoolBackwardPlan {
+  const T* grad = nullptr;                // (planes, out_h, out_w), contiguous
+  const std::int64_t* indices = nullptr;  // the same, max_pool2d_backward only
+  T* grad_input = nullptr;                // (planes, height, width), the output
+  std::int64_t planes = 0, height = 0, width = 0, out_h = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
+  IndexShape index_shape;  // for errors
+};
+
+template <typename T>
+PoolBackwardPlan<T> make_backward_plan(const OpCall& call, const Tensor& grad,
+                                       const Tensor& grad_input) {
+  PoolBackwardPlan<T> plan;
+  plan.grad = static_cast<const T*>(grad.data_ptr());
+  plan.grad_input = static_cast<T*>(grad_input.data_ptr());
+  plan.height = grad_input.size(-2);
+  plan.width = grad_input.size(-1);
+  plan.planes = plan.height * plan.width == 0 ? 0 : grad_input.numel() / (plan.height * plan.width);
+  plan.out_h = grad.size(-2);
+  plan.out_w = grad.size(-1);
+  if (call.kind == OpKind::AvgPool2dBackward) {
+    const DimVector& ints = call.attributes.ints;
+    plan.kernel_h = ints[0];
+    plan.kernel_w = ints[1];
+    plan.stride_h = ints[2];
+    plan.stride_w = ints[3];
+    plan.padding_h = ints[4];
+    plan.padding_w = ints[5];
+  }
+  return plan;
+}
+
+constexpr const char* kPlaneRange = "the input plane's H * W elements";
+
+// grad_input[p][indices[p][k]] += grad[p][k], for every plane p and k in order.
+template <typename T>
+void run_max_pool_backward(const PoolBackwardPlan<T>& plan) {
+  const std::int64_t plane_size = plan.height * plan.width;
+  const std::int64_t pooled = plan.out_h * plan.out_w;
+  // Every index is checked before anything is written (an exception must not leave an OpenMP
+  // region); see Note [Index checks during capture].
+  for (std::int64_t k = 0; k < plan.planes * pooled; ++k) {
+    const std::int64_t index = plan.indices[k];
+    if (index < 0 || index >= plane_size) [[unlikely]] {
+      throw_index_error(OpKind::MaxPool2dBackward, index, k, plan.index_shape, plane_size,
+                        kPlaneRange);
+    }
+  }
+#pragma omp parallel for if (plan.planes * (plane_size + pooled) >= kMinParallelPoolWork) \
+    schedule(static)
+  for (std::int64_t p = 0; p < plan.planes; ++p) {
+    T* grad_input = plan.grad_input + p * plane_size;
+    const T* grad = plan.grad + p * pooled;
+    const std::int64_t* indices = plan.indices + p * pooled;
+    std::fill(grad_input, grad_input + plane_size, T(0));
+    for (std::int64_t k = 0; k < pooled; ++k) grad_input[indices[k]] += grad[k];
+  }
+}
+
+// Every grad element, divided by the forward's divisor, is added to each input element of its
+// window (windows clipped to the input exactly as in run_avg_pool).
+template <typename T>
+void run_avg_pool_backward(const PoolBackwardPlan<T>& plan) {
+  const std::int64_t plane_size = plan.height * plan.width;
+  const std::int64_t pooled = plan.out_h * plan.out_w;
+  const std::int64_t work = plan.planes * pooled * plan.kernel_h * plan.kernel_w;
+#pragma omp parallel for if (work >= kMinParallelPoolWork) schedule(static)
+  for (std::int64_t p = 0; p < plan.planes; ++p) {
+    T* grad_input = plan.grad_input + p * plane_size;
+    const T* grad = plan.grad + p * pooled;
+    std::fill(grad_input, grad_input + plane_size, T(0));
+    for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
+      const std::int64_t y_start = oy * plan.stride_h - plan.padding_h;
+      const std::int64_t window_h =
+          std::min(y_start + plan.kernel_h, plan.height + plan.padding_h) - y_start;
+      const std::int64_t y_begin = std::max<std::int64_t>(y_start, 0);
+      const std::int64_t y_end = std::min(y_start + plan.kernel_h, plan.height);
+      for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
+        const std::int64_t x_start = ox * plan.stride_w - plan.padding_w;
+        const std::int64_t window_w =
+            std::min(x_start + plan.kernel_w, plan.width + plan.padding_w) - x_start;
+        const std::int64_t x_begin = std::max<std::int64_t>(x_start, 0);
+        const std::int64_t x_end = std::min(x_start + plan.kernel_w, plan.width);
+        const T share = static_cast<T>(static_cast<double>(grad[oy * plan.out_w + ox]) /
+                                       static_cast<double>(window_h * window_w));
+        for (std::int64_t y = y_begin; y < y_end; ++y) {
+          for (std::int64_t x = x_begin; x < x_end; ++x) grad_input[y * plan.width + x] += share;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
@@ -146,6 +247,33 @@ void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
       if (outputs[0].numel() == 0) return;
       const PoolPlan<T> plan = make_plan<T>(call, outputs);
       launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool(plan); });
+    }
+  });
+}
+
+void max_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
+  const std::int64_t plane_size = outputs[0].size(-2) * outputs[0].size(-1);
+  check_indices_on_host(call, call.input(1), plane_size, kPlaneRange);
+  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "max_pool2d_backward", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (outputs[0].numel() == 0) return;
+      const Tensor grad = call.input(0).contiguous();
+      const Tensor indices = call.input(1).contiguous();
+      PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
+      plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
+      plan.index_shape = index_shape(indices);
+      launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool_backward(plan); });
+    }
+  });
+}
+
+void avg_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
+  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "avg_pool2d_backward", [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (outputs[0].numel() == 0) return;
+      const Tensor grad = call.input(0).contiguous();
+      const PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
+      launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool_backward(plan); });
     }
   });
 }

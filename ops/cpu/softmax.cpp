@@ -173,18 +173,6 @@ Rows make_rows(const OpCall& call, const Tensor& out) {
           x.stride(dim)};
 }
 
-// Throws if a target is neither in [0, classes) nor ignore_index; worded like GROVE_OP_CHECK.
-void check_targets(const char* op, DType dtype, const std::int64_t* targets, std::int64_t rows,
-                   std::int64_t classes, std::int64_t target_stride, std::int64_t ignore_index) {
-  for (std::int64_t i = 0; i < rows; ++i) {
-    const std::int64_t target = targets[i * target_stride];
-    GROVE_CHECK(target == ignore_index || (target >= 0 && target < classes), op, ": target ",
-                target, " at position ", i, " is out of range for ", classes,
-                " classes (expected a value in [0, ", classes, ") or ignore_index ", ignore_index,
-                ") (inputs: ", dtype, "[", rows, ", ", classes, "], int64[", rows, "])");
-  }
-}
-
 // The (N, C) scores and (N) targets of a loss, as raw pointers and strides.
 template <typename T>
 struct LossArgs {
@@ -276,6 +264,17 @@ void launch_nll_loss(const LossArgs<T>& args, T* loss, Stream stream) {
 }
 
 }  // namespace
+
+void check_targets(const char* op, DType dtype, const std::int64_t* targets, std::int64_t rows,
+                   std::int64_t classes, std::int64_t target_stride, std::int64_t ignore_index) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t target = targets[i * target_stride];
+    GROVE_CHECK(target == ignore_index || (target >= 0 && target < classes), op, ": target ",
+                target, " at position ", i, " is out of range for ", classes,
+                " classes (expected a value in [0, ", classes, ") or ignore_index ", ignore_index,
+                ") (inputs: ", dtype, "[", rows, ", ", classes, "], int64[", rows, "])");
+  }
+}
 
 void softmax(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];

@@ -1,6 +1,7 @@
 // Elementwise ops against naive double references: every unary and binary op on float32 and
 // float64, contiguous, non-contiguous, broadcast, size-1 and size-0 shapes; scalar forms;
-// comparisons, where, masked_fill, clamp; and the error paths.
+// comparisons, where, masked_fill, clamp; gelu_backward against its derivative formula and by
+// central differences against gelu; and the error paths.
 #include "ops/elementwise.h"
 
 #include "op_test_util.h"
@@ -13,6 +14,7 @@ using testing::element;
 using testing::elements;
 using testing::error_of;
 using testing::expect_close;
+using testing::expect_gradient;
 using ::testing::HasSubstr;
 using testing::non_contiguous;
 using testing::random_tensor;
@@ -283,6 +285,85 @@ TEST(MaskedFill, FillsWhereTheMaskIsTrue) {
 TEST(Clamp, RejectsInvertedBounds) {
   EXPECT_THAT(error_of([] { clamp(zeros({2}), 2, 1); }),
               HasSubstr("clamp: the lower bound 2 is above the upper bound 1"));
+}
+
+// --- derivatives ---
+
+// d gelu / dx: Phi(x) + x phi(x), or for the tanh form, with u = sqrt(2/pi) (x + 0.044715 x^3),
+// (1 + tanh u) / 2 + x (1 - tanh^2 u) sqrt(2/pi) (1 + 3 * 0.044715 x^2) / 2.
+double reference_gelu_derivative(double x, bool approximate) {
+  if (approximate) {
+    const double k = std::sqrt(2.0 / M_PI);
+    const double t = std::tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+  }
+  return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+         x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+}
+
+class GeluBackwardTest : public ::testing::TestWithParam<std::tuple<bool, DType>> {};
+
+TEST_P(GeluBackwardTest, MatchesTheDerivativeInEveryLayout) {
+  const auto& [approximate, dtype] = GetParam();
+  const Tensor x = random_tensor({3, 4, 5}, dtype, -5, 5, 11);
+  const Tensor grad = random_tensor({3, 4, 5}, dtype, -2, 2, 12);
+  const struct {
+    const char* layout;
+    Tensor grad, x;
+  } layouts[] = {
+      {"contiguous", grad, x},
+      {"non-contiguous grad", non_contiguous(grad), x},
+      {"non-contiguous x", grad, non_contiguous(x)},
+      {"transposed", grad.transpose(0, 2).contiguous().transpose(0, 2), x},
+      {"0-d", grad.select(0, 1).select(0, 2).select(0, 3),
+       x.select(0, 1).select(0, 2).select(0, 3)},
+      {"size-0", zeros({2, 0}, dtype), zeros({2, 0}, dtype)},
+  };
+  for (const auto& layout : layouts) {
+    const Tensor out = gelu_backward(layout.grad, layout.x, approximate);
+    EXPECT_EQ(out.sizes(), layout.x.sizes()) << layout.layout;
+    EXPECT_EQ(out.dtype(), dtype) << layout.layout;
+    std::vector<double> expected;
+    const std::vector<double> xs = elements(layout.x), gs = elements(layout.grad);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      expected.push_back(gs[i] * reference_gelu_derivative(xs[i], approximate));
+    }
+    // float32: erf, exp and tanh of float32 arguments, a few ulps each; the derivative crosses
+    // zero near x = -0.75, where the absolute floor applies.
+    expect_close(out, expected, relative_tolerance(dtype), relative_tolerance(dtype),
+                 str(layout.layout, approximate ? " tanh" : " erf"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, GeluBackwardTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(DType::Float32, DType::Float64)),
+                         [](const auto& info) {
+                           return str(std::get<0>(info.param) ? "tanh_" : "erf_",
+                                      dtype_name(std::get<1>(info.param)));
+                         });
+
+TEST(GeluBackward, IsTheDerivativeOfGelu) {
+  const Tensor x = random_tensor({4, 6}, DType::Float64, -4, 4, 13);
+  const Tensor grad = random_tensor({4, 6}, DType::Float64, -2, 2, 14);
+  for (const bool approximate : {false, true}) {
+    expect_gradient(
+        gelu_backward(grad, x, approximate), [&](const Tensor& t) { return gelu(t, approximate); },
+        x, grad, approximate ? "gelu tanh" : "gelu erf");
+  }
+}
+
+TEST(GeluBackward, ShapeAndDtypeErrors) {
+  EXPECT_THAT(error_of([] {
+                gelu_backward(zeros({3}), zeros({2, 3}));
+              }),
+              HasSubstr("gelu_backward: expected grad of the input's shape [2, 3], but got [3] (a "
+                        "backward op does not broadcast) (inputs: float32[3], float32[2, 3])"));
+  EXPECT_THAT(error_of([] { gelu_backward(zeros({2}, DType::Float64), zeros({2})); }),
+              HasSubstr("gelu_backward: expected grad of the input's dtype float32, but got "
+                        "float64"));
+  EXPECT_THAT(error_of([] { gelu_backward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)); }),
+              HasSubstr("gelu_backward: expected a floating-point input, but got int64"));
 }
 
 }  // namespace

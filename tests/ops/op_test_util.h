@@ -1,6 +1,8 @@
-// Helpers for op tests: random inputs in several layouts, a naive strided reader in double, and
-// comparisons with tolerances. References in op tests are plain loops in double over these
-// helpers, never grove ops or Eigen, so that they check the kernels independently.
+// Helpers for op tests: random inputs in several layouts, a naive strided reader in double,
+// comparisons with tolerances, and central differences for the backward ops. References in op
+// tests are plain loops in double over these helpers, never grove ops or Eigen, so that they
+// check the kernels independently; central differences check a backward op against its forward
+// op (already checked against its own reference), so that the pair is consistent.
 #pragma once
 
 #include <gmock/gmock.h>
@@ -128,6 +130,52 @@ inline void expect_close(const Tensor& actual, const std::vector<double>& expect
   }
   EXPECT_LE(worst, rtol) << what << ": worst element " << worst_index << ": got "
                          << got[worst_index] << ", expected " << expected[worst_index];
+}
+
+// Central differences (a gradcheck): the derivative of S(x) = sum(weights * forward(x)) with
+// respect to each element of a float64 x, in row-major order,
+//   (S(x + h e_k) - S(x - h e_k)) / 2h,  h = 1e-6,
+// with the sum taken in double. A backward op computes the same vector as one tensor.
+inline std::vector<double> numeric_gradient(const std::function<Tensor(const Tensor&)>& forward,
+                                            const Tensor& x, const Tensor& weights) {
+  constexpr double kStep = 1e-6;
+  EXPECT_EQ(x.dtype(), DType::Float64) << "central differences need float64";
+  const std::vector<double> w = elements(weights);
+  const auto weighted_sum = [&](const std::vector<double>& values) {
+    const std::vector<double> y = elements(forward(from_vector(values).reshape(x.sizes())));
+    EXPECT_EQ(y.size(), w.size()) << "weights must have the forward's output shape";
+    double sum = 0.0;
+    for (std::size_t i = 0; i < y.size() && i < w.size(); ++i) sum += w[i] * y[i];
+    return sum;
+  };
+  std::vector<double> values = elements(x);
+  std::vector<double> gradient(values.size());
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const double saved = values[k];
+    values[k] = saved + kStep;
+    const double plus = weighted_sum(values);
+    values[k] = saved - kStep;
+    const double minus = weighted_sum(values);
+    values[k] = saved;
+    gradient[k] = (plus - minus) / (2 * kStep);
+  }
+  return gradient;
+}
+
+// Tolerance (relative, and absolute below 1) for a float64 backward op against
+// numeric_gradient: the quotient's truncation error is about h^2 |f'''| / 6 ~ 1e-12 for the
+// smooth functions here, and its rounding error about eps |S| / h = 2.2e-16 |S| / 1e-6, under
+// 1e-8 for the |S| < 50 of these tests. 1e-6 leaves a margin of 100 and still catches any
+// wrong or missing term (errors of order 1e-2 and up).
+inline constexpr double kFiniteDifferenceTolerance = 1e-6;
+
+// Checks `analytic` (a backward op's result) against numeric_gradient(forward, x, weights).
+inline void expect_gradient(const Tensor& analytic,
+                            const std::function<Tensor(const Tensor&)>& forward, const Tensor& x,
+                            const Tensor& weights, const std::string& what) {
+  ASSERT_EQ(analytic.sizes(), x.sizes()) << what;
+  expect_close(analytic, numeric_gradient(forward, x, weights), kFiniteDifferenceTolerance,
+               kFiniteDifferenceTolerance, what + " (central differences)");
 }
 
 // Test names for parameters (Case, DType) where Case has a `name`: "exp_float32".
