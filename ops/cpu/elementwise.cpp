@@ -291,12 +291,43 @@ void where(const OpCall& call, const OpOutputs& outputs) {
     T* o = typed<T>(out);
     launch_cpu(current_stream(out.device()), [=] {
       const int last = loop.ndim - 1;
-      for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      const auto* condition_bytes = reinterpret_cast<const std::uint8_t*>(condition);
+      // Both sides are read and the condition compared as a byte, so g++ emits a select
+      // instead of a branch per element (see masked_fill below). Runs where the output and
+      // condition are dense and each side is dense or a broadcast scalar (a gradient and a
+      // zero, in derivative rules) get loops with those strides fixed, which vectorise.
+      auto dense_run = [&]<int kStrideA, int kStrideB>(const std::int64_t* offset, std::int64_t n) {
+        T* out_run = o + offset[0];
+        const std::uint8_t* condition_run = condition_bytes + offset[1];
+        const T* a_run = a + offset[2];
+        const T* b_run = b + offset[3];
         for (std::int64_t j = 0; j < n; ++j) {
+          const T if_true = a_run[j * kStrideA];
+          const T if_false = b_run[j * kStrideB];
+          out_run[j] = condition_run[j] != 0 ? if_true : if_false;
+        }
+      };
+      const bool dense = loop.strides[0][last] == 1 && loop.strides[1][last] == 1 &&
+                         loop.strides[2][last] <= 1 && loop.strides[3][last] <= 1;
+      for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+        if (dense) {
+          const int kind = static_cast<int>(loop.strides[2][last] * 2 + loop.strides[3][last]);
+          switch (kind) {
+            case 0:
+              return dense_run.template operator()<0, 0>(offset, n);
+            case 1:
+              return dense_run.template operator()<0, 1>(offset, n);
+            case 2:
+              return dense_run.template operator()<1, 0>(offset, n);
+            default:
+              return dense_run.template operator()<1, 1>(offset, n);
+          }
+        }
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T if_true = a[offset[2] + j * loop.strides[2][last]];
+          const T if_false = b[offset[3] + j * loop.strides[3][last]];
           o[offset[0] + j * loop.strides[0][last]] =
-              condition[offset[1] + j * loop.strides[1][last]]
-                  ? a[offset[2] + j * loop.strides[2][last]]
-                  : b[offset[3] + j * loop.strides[3][last]];
+              condition_bytes[offset[1] + j * loop.strides[1][last]] != 0 ? if_true : if_false;
         }
       });
     });
@@ -316,7 +347,24 @@ void masked_fill(const OpCall& call, const OpOutputs& outputs) {
     const T value = call.attributes.scalar.to<T>();
     launch_cpu(current_stream(out.device()), [=] {
       const int last = loop.ndim - 1;
+      const bool dense =
+          loop.strides[0][last] == 1 && loop.strides[1][last] == 1 && loop.strides[2][last] == 1;
       for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+        if (dense) {
+          // A select, not a branch: masks are often random (relu's backward), and a
+          // mispredicted branch per element costs more than the rest of the loop.
+          // The mask is read as bytes and compared: g++ turns that into a vector compare and
+          // blend, while `bool ? a : b` becomes a branch per element, mispredicted half the
+          // time on a random mask such as relu's (measured 20 us against 2 us for 32K floats).
+          T* out_run = o + offset[0];
+          const T* x_run = x + offset[1];
+          const auto* mask_bytes = reinterpret_cast<const std::uint8_t*>(mask + offset[2]);
+          for (std::int64_t j = 0; j < n; ++j) {
+            const T kept = x_run[j];
+            out_run[j] = mask_bytes[j] != 0 ? value : kept;
+          }
+          return;
+        }
         for (std::int64_t j = 0; j < n; ++j) {
           o[offset[0] + j * loop.strides[0][last]] = mask[offset[2] + j * loop.strides[2][last]]
                                                          ? value
