@@ -18,7 +18,9 @@
 //   - writing into a view of a tensor with history (the base would not see the new history);
 //   - writing a value that requires gradients into a tensor whose memory other tensors share
 //     (they would silently miss the history).
-// It also keeps a copy of the target's old values when the rule needs them (keeps_old_self).
+// It also keeps copies of the values the write destroys but the rule needs: the target's old
+// values (keeps_old_self), and any other input that shares the target's memory (mul_(y, y)
+// must save y as it was, not as the write left it).
 // A view's history says "these elements of the base as it was"; if the base is then changed
 // in place, the view's values change but its history does not, so using the view afterwards
 // (as an op input or the source of another view) is refused: take the view again after the
@@ -28,6 +30,7 @@
 // libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
 // program that links grove_autograd refer to `grove_autograd_installed` (-Wl,--undefined).
 #include <string>
+#include <vector>
 
 #include "autograd/autograd_meta.h"
 #include "autograd/derived_node.h"
@@ -52,8 +55,9 @@ std::string describe(const Tensor& tensor) {
   return out.str();
 }
 
-// The target's values before an in-place op wrote them, for rules with keeps_old_self.
-thread_local Tensor old_self;
+// Inputs of an in-place op as they were before the write, where the write would change what
+// the rule saves (see the Note). Indexed by input; undefined entries are saved as they are.
+thread_local std::vector<Tensor> old_inputs;
 
 // Throws if `tensor` is a view whose base changed in place after the view was made.
 void check_view_is_current(const Tensor& tensor, std::string_view op) {
@@ -70,7 +74,7 @@ void check_view_is_current(const Tensor& tensor, std::string_view op) {
 class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
  public:
   void before_in_place(const ops::OpCall& call) override {
-    old_self = Tensor();
+    old_inputs.clear();
     if (!GradMode::is_enabled() || !any_requires_grad(call.inputs)) return;
     const Tensor& target = call.input(0);
     const std::string_view op = ops::op_name(call.kind);
@@ -90,8 +94,15 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
                 "Build the result out of place (cat, stack, where), or write into a fresh "
                 "tensor");
     const DerivativeRule& rule = derivative_rule(call.kind);
+    if (call.attributes.has_scalar) return;  // scalar variants save no inputs
+    old_inputs.resize(call.inputs.size());
     if (rule.keeps_old_self && any_requires_grad(call.inputs.subspan(1))) {
-      old_self = target.detach().clone();
+      old_inputs[0] = target.detach().clone();
+    }
+    for (std::size_t i = 1; i < call.inputs.size(); ++i) {
+      if (rule.saves_input(i) && call.input(i).storage() == target.storage()) {
+        old_inputs[i] = call.input(i).detach().clone();
+      }
     }
   }
 
@@ -120,13 +131,15 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     const bool save_inputs = !call.attributes.has_scalar;
     for (std::size_t i = 0; i < call.inputs.size() && save_inputs; ++i) {
       if (!rule.saves_input(i)) continue;
-      if (in_place && i == 0) {
-        if (old_self.defined()) node->save_input(0, old_self);
-        continue;
+      const Tensor* old =
+          in_place && i < old_inputs.size() && old_inputs[i].defined() ? &old_inputs[i] : nullptr;
+      if (old != nullptr) {
+        node->save_input(i, *old);
+      } else if (!(in_place && i == 0)) {  // the target itself is saved only as it was
+        node->save_input(i, call.input(i));
       }
-      node->save_input(i, call.input(i));
     }
-    old_self = Tensor();
+    old_inputs.clear();
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (rule.saves_output(i)) node->save_output(i, outputs[i]);
     }

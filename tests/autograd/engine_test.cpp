@@ -178,6 +178,23 @@ TEST(Engine, InPlaceMulKeepsTheOldValueForTheOtherOperand) {
   EXPECT_EQ(values(x.grad()), (std::vector<double>{3.0, 4.0}));
 }
 
+TEST(Engine, InPlaceOpsWhoseOperandIsTheTargetSaveItsOldValue) {
+  // mul_(y, y) squares y: dy/dx must use y before the write (2 * 3 = 6), not after (2 * 9).
+  const Tensor x = leaf({3.0});
+  const Tensor y = mul(x, 1.0);
+  ops::mul_(y, y);
+  y.backward();
+  EXPECT_DOUBLE_EQ(x.grad().item<double>(), 6.0);
+  // addcmul_(z, z, b): z = z + z b, so dz_old = 1 + b and db = z_old.
+  const Tensor u = leaf({3.0});
+  const Tensor b = leaf({2.0});
+  const Tensor z = mul(u, 1.0);
+  ops::addcmul_(z, z, b);
+  z.backward();
+  EXPECT_DOUBLE_EQ(u.grad().item<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(b.grad().item<double>(), 3.0);
+}
+
 TEST(Engine, InPlaceOnALeafThatRequiresGradIsRefused) {
   const Tensor w = leaf({1.0, 2.0});
   const std::string message = error_of([&] { ops::add_(w, ones({2}, DType::Float64)); });
