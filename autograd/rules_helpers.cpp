@@ -11,6 +11,9 @@ Tensor zero_scalar(const Tensor& like) {
 
 Tensor expand_reduced(const Tensor& grad, IntArrayRef sizes, IntArrayRef dims, bool keepdim) {
   const auto ndim = static_cast<std::int64_t>(sizes.size());
+  // A 0-d input (reduced over dim 0 or -1, which reductions accept for it) gives a 0-d result
+  // whatever keepdim says: there is no dim to put back.
+  if (ndim == 0) return grad.reshape(sizes);
   Tensor result = grad;
   if (!keepdim) {
     if (dims.empty()) {
@@ -26,7 +29,8 @@ Tensor expand_reduced(const Tensor& grad, IntArrayRef sizes, IntArrayRef dims, b
 }
 
 std::int64_t reduced_count(IntArrayRef sizes, IntArrayRef dims) {
-  if (dims.empty()) return product(sizes);
+  // A 0-d input has one element, whichever of dim 0 and -1 names it (it has no sizes to read).
+  if (dims.empty() || sizes.empty()) return product(sizes);
   std::int64_t count = 1;
   const auto ndim = static_cast<std::int64_t>(sizes.size());
   for (std::int64_t d : dims)

@@ -28,12 +28,18 @@ GROVE_BACKWARD(mean) {
 
 // max over a dim: the gradient goes to the element its index output names.
 // max over every element: shared evenly among the elements equal to the maximum.
+// max of a 0-d tensor over dim 0 (or -1): the identity, dx = g.
 GROVE_BACKWARD(max) {
   const Tensor& x = ctx.input(0);
   const Tensor zero = zero_scalar(ctx.grad);
+  if (x.dim() == 0) {
+    grads[0] = ctx.grad.reshape({});
+    return;
+  }
   if (ctx.attributes.ints.empty()) {
     const Tensor is_max = eq(x, ctx.output(0));
-    const Tensor count = sum(where(is_max, ones({}, TensorOptions(x.dtype())), zero));
+    const Tensor one = ones({}, TensorOptions(x.dtype()).device(x.device()));
+    const Tensor count = sum(where(is_max, one, zero));
     grads[0] = where(is_max, div(ctx.grad, count), zero);
     return;
   }
