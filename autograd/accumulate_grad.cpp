@@ -25,6 +25,11 @@ bool owns_its_memory(const Tensor& grad) {
 AccumulateGrad::AccumulateGrad(Tensor leaf)
     : Node(1, {}, std::numeric_limits<std::uint64_t>::max()), leaf_(std::move(leaf)) {}
 
+void AccumulateGrad::release_resources() {
+  leaf_ = Tensor();
+  Node::release_resources();
+}
+
 void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) {
   Node::run_pre_hooks(grads);
   if (const AutogradMeta* meta = meta_of(leaf_)) {

@@ -21,6 +21,11 @@ class AccumulateGrad final : public Node {
 
   const Tensor& leaf() const { return leaf_; }
 
+ protected:
+  // The leaf's meta holds this node weakly; drop the leaf when the graphs let go of the node,
+  // or the two would keep each other alive. See Note [Nodes own nodes only through edges].
+  void release_resources() override;
+
  private:
   Tensor leaf_;
 };

@@ -14,6 +14,26 @@ Node::Node(std::uint32_t num_outputs, std::vector<Edge> next_edges)
 Node::Node(std::uint32_t num_outputs, std::vector<Edge> next_edges, std::uint64_t sequence_nr)
     : next_edges_(std::move(next_edges)), num_outputs_(num_outputs), sequence_nr_(sequence_nr) {}
 
+void Node::release_resources() {
+  // Tear the graph down iteratively: take the edges of every node this one held the last
+  // handle to, so that no destructor ever destroys another node that still has edges.
+  std::vector<NodePtr> doomed;
+  for (Edge& edge : next_edges_) {
+    if (edge.node) doomed.push_back(std::move(edge.node));
+  }
+  next_edges_.clear();
+  pre_hooks_.clear();
+  while (!doomed.empty()) {
+    NodePtr node = std::move(doomed.back());
+    doomed.pop_back();
+    if (node.use_count() != 1) continue;  // someone else keeps it (and its edges) alive
+    for (Edge& edge : node->next_edges_) {
+      if (edge.node) doomed.push_back(std::move(edge.node));
+    }
+    node->next_edges_.clear();
+  }  // each popped node dies here with no edges left
+}
+
 void Node::add_pre_hook(std::uint32_t output_nr, GradHook hook) {
   GROVE_INTERNAL_ASSERT(output_nr < num_outputs_, "hook on output ", output_nr, " of ", name(),
                         ", which has ", num_outputs_, " outputs");

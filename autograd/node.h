@@ -12,6 +12,15 @@
 // Nodes are reference counted: a tensor holds its grad_fn, a node holds the nodes its edges
 // point to, so the graph lives exactly as long as some output that can reach it.
 //
+// Note [Nodes own nodes only through edges]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A node never holds another node except through its edges: saved tensors are detached (no
+// grad_fn), and AccumulateGrad's leaf has none either. Two things rest on this:
+//   - no cycles: a graph dies with the last output that can reach it (AccumulateGrad drops its
+//     leaf when its last strong handle goes, since the leaf's meta still points at it weakly);
+//   - no deep recursion when a long graph dies: release_resources() unlinks the chain with an
+//     explicit stack instead of letting each node's destructor destroy the next.
+//
 // Naming: "forward outputs/inputs" are the op's; apply() receives the gradients of the forward
 // outputs and returns the gradients of the forward inputs, in edge order.
 //
@@ -77,6 +86,9 @@ class Node : public IntrusiveTarget {
   void add_pre_hook(std::uint32_t output_nr, GradHook hook);
 
  protected:
+  // See Note [Nodes own nodes only through edges]. Overrides must call this.
+  void release_resources() override;
+
   Node(std::uint32_t num_outputs, std::vector<Edge> next_edges);
   // For AccumulateGrad, which the engine runs as soon as it is ready.
   Node(std::uint32_t num_outputs, std::vector<Edge> next_edges, std::uint64_t sequence_nr);

@@ -83,6 +83,10 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
                 ") cannot be modified in place while grad mode is on: its gradient would no "
                 "longer describe its values. Update parameters inside an "
                 "autograd::NoGradGuard (as optimizers do), or clone() it first");
+    // Views among the inputs are checked now, before the write changes their versions.
+    for (const Tensor& input : call.inputs) {
+      if (input.requires_grad()) check_view_is_current(input, op);
+    }
     const AutogradMeta* meta = meta_of(target);
     GROVE_CHECK(meta == nullptr || !meta->is_view, op, ": the target (", describe(target),
                 ") is a view of a tensor with gradient history; autograd cannot follow an "
@@ -121,7 +125,8 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     edges.reserve(call.inputs.size());
     metas.reserve(call.inputs.size());
     for (const Tensor& input : call.inputs) {
-      if (input.requires_grad()) check_view_is_current(input, ops::op_name(call.kind));
+      // (In-place ops checked their inputs in before_in_place, before the write.)
+      if (input.requires_grad() && !in_place) check_view_is_current(input, ops::op_name(call.kind));
       edges.push_back(input.requires_grad() ? gradient_edge(input) : Edge{});
       metas.push_back(TensorMeta::of(input));
     }

@@ -5,8 +5,9 @@
 
 namespace grove::autograd {
 
-SavedTensor::SavedTensor(const Tensor& tensor, bool is_output)
-    : tensor_(is_output ? tensor.detach() : tensor), saved_version_(tensor.version()) {}
+// Saved tensors are always detached: see Note [Nodes own nodes only through edges].
+SavedTensor::SavedTensor(const Tensor& tensor, bool /*is_output*/)
+    : tensor_(tensor.detach()), saved_version_(tensor.version()) {}
 
 Tensor SavedTensor::unpack(std::string_view op, std::string_view what) const {
   const std::uint64_t version = tensor_.version();

@@ -5,8 +5,9 @@
 // backward needs it, its values are not the ones the forward used, and unpack() throws instead
 // of computing a wrong gradient.
 //
-// An op's own outputs are saved detached (a new handle over the same memory without the
-// grad_fn), so that a node does not own itself through its output.
+// Tensors are saved detached (a new handle over the same memory, without the grad_fn), so a
+// node owns no other node through them: see Note [Nodes own nodes only through edges] in
+// node.h. (An op's output saved with its grad_fn would even make the node own itself.)
 #pragma once
 
 #include <cstdint>

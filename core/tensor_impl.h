@@ -59,6 +59,11 @@ class TensorImpl final : public IntrusiveTarget {
     autograd_meta_ = std::move(meta);
   }
 
+ protected:
+  // Weak handles (autograd's retain_grad hook holds one) may outlive the last strong one; the
+  // autograd data goes with the last strong handle, so it cannot keep the tensor's graph alive.
+  void release_resources() override { autograd_meta_.reset(); }
+
  private:
   StoragePtr storage_;
   DimVector sizes_;

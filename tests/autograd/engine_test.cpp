@@ -195,6 +195,15 @@ TEST(Engine, InPlaceOpsWhoseOperandIsTheTargetSaveItsOldValue) {
   EXPECT_DOUBLE_EQ(b.grad().item<double>(), 3.0);
 }
 
+TEST(Engine, InPlaceOpReadingAViewOfItsTarget) {
+  // y *= y[0]: y_new = (y0 y0, y1 y0); d sum / dy0 = 2 y0 + y1, d sum / dy1 = y0.
+  const Tensor x = leaf({3.0, 2.0});
+  const Tensor y = mul(x, 1.0);
+  ops::mul_(y, y.select(0, 0));
+  sum(y).backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{8.0, 3.0}));
+}
+
 TEST(Engine, InPlaceOnALeafThatRequiresGradIsRefused) {
   const Tensor w = leaf({1.0, 2.0});
   const std::string message = error_of([&] { ops::add_(w, ones({2}, DType::Float64)); });
@@ -420,13 +429,27 @@ TEST(Engine, GraphIsFreedWithItsOutputs) {
   EXPECT_TRUE(weak_node.expired());  // no cycle keeps the graph alive
 }
 
-TEST(Engine, LongChainRunsWithoutRecursion) {
-  // 20000 nodes: a recursive engine would overflow the stack.
+TEST(Engine, LongChainRunsAndDiesWithoutRecursion) {
+  // 20000 nodes: a recursive engine, or a graph whose nodes destroy each other recursively,
+  // would overflow the stack.
   const Tensor x = leaf({1.0});
   Tensor y = x;
   for (int i = 0; i < 20000; ++i) y = mul(y, 1.0);
   y.backward();
   EXPECT_DOUBLE_EQ(x.grad().item<double>(), 1.0);
+}
+
+TEST(Engine, LeavesAndTheirAccumulatorsAreFreed) {
+  // The leaf's meta points at its AccumulateGrad weakly and the node holds the leaf: the pair
+  // must still die with the last handle (checked by the weak handle's expiry, and by the
+  // sanitizer build's leak checker).
+  WeakIntrusivePtr<TensorImpl> weak_leaf;
+  {
+    const Tensor x = leaf({1.0, 2.0});
+    const Tensor y = mul(x, x);
+    weak_leaf = WeakIntrusivePtr<TensorImpl>(IntrusivePtr<TensorImpl>(x.impl()));
+  }
+  EXPECT_TRUE(weak_leaf.expired());
 }
 
 TEST(Engine, IntegerTensorsCannotRequireGrad) {
