@@ -14,8 +14,11 @@ namespace {
 // True if nothing but `grad` itself refers to its memory, so it can become a leaf's grad()
 // without a copy (a grad() that aliased another tensor would change with it).
 bool owns_its_memory(const Tensor& grad) {
+  // ... and covers its whole storage: a slice of a bigger gradient (cat's backward hands out
+  // slices) would keep all of it alive.
   return grad.impl()->strong_count() == 1 && grad.storage().use_count() == 1 &&
-         grad.is_contiguous() && grad.storage_offset() == 0;
+         grad.is_contiguous() && grad.storage_offset() == 0 &&
+         grad.storage()->nbytes() == grad.nbytes();
 }
 
 }  // namespace
@@ -39,7 +42,8 @@ void AccumulateGrad::run_pre_hooks(std::vector<Tensor>& grads) {
 
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
   GROVE_INTERNAL_ASSERT(grad_outputs.size() == 1, "AccumulateGrad takes one gradient");
-  if (grad_outputs[0].defined()) accumulate_into(leaf_, std::move(grad_outputs[0]));
+  if (!grad_outputs[0].defined()) return {};  // no gradient reached the leaf
+  accumulate_into(leaf_, std::move(grad_outputs[0]));
   if (const AutogradMeta* meta = meta_of(leaf_)) {
     for (const auto& hook : meta->post_accumulate_hooks) hook(leaf_);
   }
@@ -51,6 +55,7 @@ void accumulate_into(const Tensor& leaf, Tensor&& grad) {
   GROVE_INTERNAL_ASSERT(grad.sizes() == leaf.sizes() && grad.dtype() == leaf.dtype(), "gradient ",
                         grad.dtype(), grad.sizes(), " for a tensor ", leaf.dtype(), leaf.sizes());
   const NoGradGuard no_grad;
+  const std::lock_guard lock(meta.mutex);  // graphs on two threads may share a leaf
   if (!meta.grad.defined()) {
     meta.grad = owns_its_memory(grad) ? std::move(grad) : grad.clone();
   } else {

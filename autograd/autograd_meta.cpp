@@ -30,10 +30,22 @@ Edge gradient_edge(const Tensor& tensor) {
 NodePtr grad_accumulator(const Tensor& leaf) {
   AutogradMeta& meta = ensure_meta(leaf);
   GROVE_INTERNAL_ASSERT(!meta.grad_fn, "grad_accumulator of a non-leaf tensor");
+  const std::lock_guard lock(meta.mutex);
   if (NodePtr existing = meta.grad_accumulator.lock()) return existing;
   NodePtr made = IntrusivePtr<AccumulateGrad>::make(leaf);
   meta.grad_accumulator = WeakIntrusivePtr<Node>(made);
   return made;
+}
+
+void check_view_is_current(const Tensor& tensor, std::string_view op) {
+  const AutogradMeta* meta = meta_of(tensor);
+  if (meta == nullptr || !meta->is_view || meta->view_version == tensor.version()) return;
+  GROVE_CHECK(false, op, ": a tensor (", tensor.dtype(), tensor.sizes(),
+              ") is a view of a tensor that was modified in place after the view was made "
+              "(version ",
+              meta->view_version, " then, ", tensor.version(),
+              " now), so its gradient history no longer matches its values. Take the view "
+              "again after the in-place change");
 }
 
 }  // namespace grove::autograd

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "autograd/node.h"
@@ -23,9 +25,11 @@ struct AutogradMeta final : AutogradMetaInterface {
   WeakIntrusivePtr<Node> grad_accumulator;  // leaves only
   std::vector<GradHook> leaf_hooks;         // run on a leaf's gradient before accumulation
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
+  std::mutex mutex;  // guards grad and grad_accumulator: graphs on other threads may share a leaf
   bool is_view = false;  // made by a core view (slice, transpose, ...) of a tensor with history
   std::uint64_t view_version = 0;  // views: the storage's version when the view was made
   bool retains_grad = false;
+  bool made_without_grad = false;  // a view of a tensor requiring grad, made under NoGradGuard
 
   bool is_leaf() const override { return !grad_fn; }
 };
@@ -46,5 +50,12 @@ Edge gradient_edge(const Tensor& tensor);
 
 // A leaf's AccumulateGrad node, made if it does not exist.
 NodePtr grad_accumulator(const Tensor& leaf);
+
+// Throws if `tensor` is a view whose base changed in place after the view was made (its
+// history no longer matches its values); `op` names the caller. See recorder.cpp.
+void check_view_is_current(const Tensor& tensor, std::string_view op);
+
+// The hook retain_grad() puts on a node: accumulates the gradient into the tensor's grad().
+GradHook retain_grad_hook(const Tensor& tensor);
 
 }  // namespace grove::autograd

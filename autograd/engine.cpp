@@ -53,9 +53,11 @@ class GraphTask {
     GROVE_CHECK(grad_outputs.empty() || grad_outputs.size() == outputs.size(), "autograd: got ",
                 outputs.size(), " outputs but ", grad_outputs.size(),
                 " output gradients; pass one per output (or none)");
+    GROVE_CHECK(!outputs.empty(), "autograd: no outputs to differentiate");
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const Tensor& output = outputs[i];
       GROVE_CHECK(output.defined(), "autograd: output ", i, " is undefined");
+      check_view_is_current(output, "backward");
       Edge edge = gradient_edge(output);
       GROVE_CHECK(edge.valid(), "autograd: output ", i, " (", describe(output),
                   ") does not require gradients and has no history: nothing to differentiate. "
@@ -82,12 +84,14 @@ class GraphTask {
   std::vector<Tensor> capture(const std::vector<Tensor>& inputs, bool allow_unused) {
     capturing_ = true;
     captured_.resize(inputs.size());
+    reached_.assign(inputs.size(), false);
     for (auto& [node, state] : states_) state.needed = false;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& input = inputs[i];
       GROVE_CHECK(input.defined() && input.requires_grad(), "autograd::grad: input ", i,
                   input.defined() ? " (" + describe(input) + ")" : std::string(),
                   " does not require gradients");
+      check_view_is_current(input, "autograd::grad");
       Edge edge = capture_edge(input);
       auto found = edge.valid() ? states_.find(edge.node.get()) : states_.end();
       GROVE_CHECK(found != states_.end() || allow_unused, "autograd::grad: input ", i, " (",
@@ -95,11 +99,17 @@ class GraphTask {
                   ") was not used to compute the outputs; pass allow_unused to get an undefined "
                   "gradient for it");
       if (found == states_.end()) continue;
+      reached_[i] = true;
       found->second.captures.emplace_back(edge.input_nr, i);
       found->second.needed = true;
     }
     mark_needed();
     run();
+    // A used input that no gradient reached (the graph zeroed its influence, as fill_ does)
+    // has gradient zero.
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!captured_[i].defined() && reached_[i]) captured_[i] = zeros_like(inputs[i]);
+    }
     return std::move(captured_);
   }
 
@@ -209,6 +219,7 @@ class GraphTask {
   std::vector<std::pair<Edge, Tensor>> roots_;
   std::unordered_map<Node*, NodeState> states_;
   std::vector<Tensor> captured_;  // grad(): one per input
+  std::vector<bool> reached_;     // grad(): the input is part of the graph
 };
 
 }  // namespace

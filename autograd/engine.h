@@ -2,7 +2,8 @@
 //
 // backward(outputs, grad_outputs) accumulates into the grad() of every leaf that requires
 // gradients and is reachable; grad(outputs, inputs, grad_outputs) returns the gradients of
-// `inputs` instead and touches no grad(). Both run on the calling thread and stream, with grad
+// `inputs` instead and accumulates into no leaf's grad() (hooks, including retain_grad()'s,
+// still run on the nodes it goes through). Both run on the calling thread and stream, with grad
 // mode off (grove does not build graphs of gradients), and return once every backward op has
 // been launched.
 //
@@ -29,7 +30,9 @@ struct GradOptions {
   bool allow_unused = false;
 };
 
-// d(outputs)/d(inputs) weighted by grad_outputs (vector-Jacobian products), one per input.
+// d(outputs)/d(inputs) weighted by grad_outputs (vector-Jacobian products), one per input:
+// zeros for an input that is part of the graph but receives no gradient; an error (or, with
+// allow_unused, an undefined tensor) for an input the outputs do not depend on.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, GradOptions options = {});
 

@@ -23,6 +23,7 @@ void Node::release_resources() {
   }
   next_edges_.clear();
   pre_hooks_.clear();
+  retain_hooks_.clear();
   while (!doomed.empty()) {
     NodePtr node = std::move(doomed.back());
     doomed.pop_back();
@@ -52,6 +53,22 @@ void apply_grad_hook(const GradHook& hook, Tensor& grad) {
 
 void Node::run_pre_hooks(std::vector<Tensor>& grads) {
   for (auto& [output_nr, hook] : pre_hooks_) apply_grad_hook(hook, grads[output_nr]);
+  for (auto& [output_nr, hook] : retain_hooks_) apply_grad_hook(hook, grads[output_nr]);
+}
+
+void Node::set_retain_hook(std::uint32_t output_nr, GradHook hook) {
+  GROVE_INTERNAL_ASSERT(output_nr < num_outputs_, "retain hook on output ", output_nr);
+  retain_hooks_.emplace_back(output_nr, std::move(hook));
+}
+
+GradHook Node::take_retain_hook(std::uint32_t output_nr) {
+  for (auto it = retain_hooks_.begin(); it != retain_hooks_.end(); ++it) {
+    if (it->first != output_nr) continue;
+    GradHook hook = std::move(it->second);
+    retain_hooks_.erase(it);
+    return hook;
+  }
+  return {};
 }
 
 }  // namespace grove::autograd

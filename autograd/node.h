@@ -84,6 +84,10 @@ class Node : public IntrusiveTarget {
   std::uint64_t sequence_nr() const { return sequence_nr_; }
 
   void add_pre_hook(std::uint32_t output_nr, GradHook hook);
+  // retain_grad(): runs after every pre-hook of that output, so it sees the final gradient.
+  // take_retain_hook() removes and returns it (an in-place op moves it to its new node).
+  void set_retain_hook(std::uint32_t output_nr, GradHook hook);
+  GradHook take_retain_hook(std::uint32_t output_nr);
 
  protected:
   // See Note [Nodes own nodes only through edges]. Overrides must call this.
@@ -98,6 +102,7 @@ class Node : public IntrusiveTarget {
   std::uint32_t num_outputs_;
   std::uint64_t sequence_nr_;
   std::vector<std::pair<std::uint32_t, GradHook>> pre_hooks_;
+  std::vector<std::pair<std::uint32_t, GradHook>> retain_hooks_;
 };
 
 }  // namespace grove::autograd

@@ -59,25 +59,21 @@ std::string describe(const Tensor& tensor) {
 // the rule saves (see the Note). Indexed by input; undefined entries are saved as they are.
 thread_local std::vector<Tensor> old_inputs;
 
-// Throws if `tensor` is a view whose base changed in place after the view was made.
-void check_view_is_current(const Tensor& tensor, std::string_view op) {
-  const AutogradMeta* meta = meta_of(tensor);
-  if (meta == nullptr || !meta->is_view || meta->view_version == tensor.version()) return;
-  GROVE_CHECK(false, op, ": an input (", describe(tensor),
-              ") is a view of a tensor that was modified in place after the view was made "
-              "(version ",
-              meta->view_version, " then, ", tensor.version(),
-              " now), so its gradient history no longer matches its values. Take the view "
-              "again after the in-place change");
-}
-
 class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
  public:
   void before_in_place(const ops::OpCall& call) override {
     old_inputs.clear();
-    if (!GradMode::is_enabled() || !any_requires_grad(call.inputs)) return;
+    if (!GradMode::is_enabled()) return;
     const Tensor& target = call.input(0);
     const std::string_view op = ops::op_name(call.kind);
+    const AutogradMeta* target_meta = meta_of(target);
+    GROVE_CHECK(target_meta == nullptr || !target_meta->made_without_grad, op, ": the target (",
+                describe(target),
+                ") is a view, made inside a NoGradGuard, of a tensor that requires gradients; "
+                "changing it in place with grad mode on would change the base without its "
+                "gradient history knowing. Do the change inside a NoGradGuard too, or take the "
+                "view with grad mode on");
+    if (!any_requires_grad(call.inputs)) return;
     GROVE_CHECK(!(target.requires_grad() && target.is_leaf()), op,
                 ": a leaf tensor that requires gradients (", describe(target),
                 ") cannot be modified in place while grad mode is on: its gradient would no "
@@ -94,9 +90,9 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
                 "out of place");
     GROVE_CHECK(target.requires_grad() || target.storage().use_count() == 1, op,
                 ": writing a value that requires gradients into a tensor (", describe(target),
-                ") whose memory other tensors share: they would not see the gradient history. "
-                "Build the result out of place (cat, stack, where), or write into a fresh "
-                "tensor");
+                ") whose memory other tensors share (views of it, or copies of it that earlier "
+                "ops saved for backward): they would not see the gradient history. Build the "
+                "result out of place (cat, stack, where), or write into a fresh tensor");
     const DerivativeRule& rule = derivative_rule(call.kind);
     if (call.attributes.has_scalar) return;  // scalar variants save no inputs
     old_inputs.resize(call.inputs.size());
@@ -148,12 +144,27 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       if (rule.saves_output(i)) node->save_output(i, outputs[i]);
     }
+    if (in_place) move_retain_hook(outputs[0], *node);
     set_history(outputs[0], std::move(node), 0);
+  }
+
+  // retain_grad() on the target of an in-place op means the gradient of its new value, so the
+  // hook moves from the old history to the new node.
+  static void move_retain_hook(const Tensor& target, Node& node) {
+    const AutogradMeta* meta = meta_of(target);
+    if (meta == nullptr || !meta->retains_grad || !meta->grad_fn) return;
+    if (GradHook hook = meta->grad_fn->take_retain_hook(meta->output_nr)) {
+      node.set_retain_hook(0, std::move(hook));
+    }
   }
 
   void on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
                   IntArrayRef args) const override {
-    if (!GradMode::is_enabled()) return;
+    if (!GradMode::is_enabled()) {
+      // No history, but remember where the view came from: see before_in_place.
+      if (kind != DerivedKind::Copy) ensure_meta(result).made_without_grad = true;
+      return;
+    }
     GROVE_CHECK(kind != DerivedKind::AsStrided,
                 "as_strided: autograd does not differentiate through as_strided views of a "
                 "tensor that requires gradients (",

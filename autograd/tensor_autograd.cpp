@@ -16,6 +16,10 @@ void Tensor::set_grad(const Tensor& grad) const {
                   (grad.sizes() == sizes() && grad.dtype() == dtype() && grad.device() == device()),
               "set_grad: the gradient must match the tensor (", dtype(), sizes(), " on ", device(),
               "), but got ", grad.dtype(), grad.sizes(), " on ", grad.device());
+  GROVE_CHECK(!grad.defined() || !has_internal_overlap(grad.sizes(), grad.strides()),
+              "set_grad: the gradient is an expanded view (strides ", grad.strides(),
+              "); later backward calls add into it in place, so pass a tensor whose elements "
+              "have their own memory (clone() it)");
   if (!grad.defined() && autograd::meta_of(*this) == nullptr) return;
   autograd::ensure_meta(*this).grad = grad;
 }
@@ -27,18 +31,12 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 void Tensor::retain_grad() const {
   GROVE_CHECK(requires_grad(), "retain_grad: the tensor (", dtype(), sizes(),
               ") does not require gradients");
+  autograd::check_view_is_current(*this, "retain_grad");
   if (is_leaf()) return;  // leaves keep their gradient anyway
   autograd::AutogradMeta& meta = autograd::ensure_meta(*this);
   if (meta.retains_grad) return;
   meta.retains_grad = true;
-  // The hook holds the tensor's impl weakly: the graph must not keep the tensor alive.
-  const WeakIntrusivePtr<TensorImpl> weak{IntrusivePtr<TensorImpl>(impl())};
-  meta.grad_fn->add_pre_hook(meta.output_nr, [weak](const Tensor& grad) {
-    if (IntrusivePtr<TensorImpl> alive = weak.lock()) {
-      autograd::accumulate_into(Tensor(std::move(alive)), grad.clone());
-    }
-    return Tensor();
-  });
+  meta.grad_fn->set_retain_hook(meta.output_nr, autograd::retain_grad_hook(*this));
 }
 
 namespace autograd {
@@ -48,9 +46,21 @@ NodePtr grad_fn(const Tensor& tensor) {
   return meta != nullptr ? meta->grad_fn : NodePtr();
 }
 
+GradHook retain_grad_hook(const Tensor& tensor) {
+  // The hook holds the tensor's impl weakly: the graph must not keep the tensor alive.
+  const WeakIntrusivePtr<TensorImpl> weak{IntrusivePtr<TensorImpl>(tensor.impl())};
+  return [weak](const Tensor& grad) {
+    if (IntrusivePtr<TensorImpl> alive = weak.lock()) {
+      accumulate_into(Tensor(std::move(alive)), grad.clone());
+    }
+    return Tensor();
+  };
+}
+
 void register_hook(const Tensor& tensor, GradHook hook) {
   GROVE_CHECK(tensor.requires_grad(), "register_hook: the tensor (", tensor.dtype(), tensor.sizes(),
               ") does not require gradients, so it has none to hook");
+  check_view_is_current(tensor, "register_hook");
   AutogradMeta& meta = ensure_meta(tensor);
   if (meta.grad_fn) {
     meta.grad_fn->add_pre_hook(meta.output_nr, std::move(hook));

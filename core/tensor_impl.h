@@ -61,8 +61,12 @@ class TensorImpl final : public IntrusiveTarget {
 
  protected:
   // Weak handles (autograd's retain_grad hook holds one) may outlive the last strong one; the
-  // autograd data goes with the last strong handle, so it cannot keep the tensor's graph alive.
-  void release_resources() override { autograd_meta_.reset(); }
+  // memory and the autograd data go with the last strong handle, so a weak handle keeps
+  // neither the data nor the tensor's graph alive.
+  void release_resources() override {
+    autograd_meta_.reset();
+    storage_.reset();
+  }
 
  private:
   StoragePtr storage_;

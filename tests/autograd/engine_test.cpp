@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <thread>
 
 #include "autograd/autograd.h"
 #include "ops/elementwise.h"
@@ -416,6 +417,79 @@ TEST(Engine, RetainGradKeepsANonLeafGradient) {
   h.retain_grad();
   sum(mul(h, h)).backward();
   EXPECT_EQ(values(h.grad()), (std::vector<double>{6.0, 12.0}));
+}
+
+TEST(Engine, RetainGradAfterAnInPlaceOpMeansTheNewValue) {
+  const Tensor x = leaf({1.0, 2.0});
+  const Tensor a = mul(x, 2.0);
+  a.retain_grad();
+  ops::mul_(a, 3.0);
+  sum(a).backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{6.0, 6.0}));
+}
+
+TEST(Engine, RetainGradSeesTheGradientAfterHooks) {
+  const Tensor x = leaf({1.0});
+  const Tensor a = mul(x, 1.0);
+  a.retain_grad();
+  register_hook(a, [](const Tensor& grad) { return mul(grad, 2.0); });
+  sum(a).backward();
+  EXPECT_DOUBLE_EQ(a.grad().item<double>(), x.grad().item<double>());
+}
+
+TEST(Engine, LeafSharedByGraphsOnTwoThreadsAccumulatesEveryGradient) {
+  const Tensor w = from_vector<float>(std::vector<float>(16, 1.0f)).requires_grad_();
+  auto work = [&] {
+    for (int i = 0; i < 2000; ++i) sum(mul(w, 1.0f)).backward();
+  };
+  std::thread a(work);
+  std::thread b(work);
+  a.join();
+  b.join();
+  EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(16, 4000.0f));
+}
+
+TEST(Engine, InPlaceIntoAViewMadeWithoutGradIsRefused) {
+  const Tensor x = leaf({1.0, 2.0});
+  const Tensor a = mul(x, 2.0);
+  Tensor view;
+  {
+    const NoGradGuard no_grad;
+    view = a.view({2});
+  }
+  const std::string message = error_of([&] { ops::fill_(view, 0.0); });
+  EXPECT_NE(message.find("NoGradGuard"), std::string::npos) << message;
+  const NoGradGuard no_grad;
+  ops::fill_(view, 0.0);  // fine without recording
+}
+
+TEST(Engine, GradOfAnInputWhoseInfluenceWasOverwrittenIsZero) {
+  const Tensor x = leaf({1.0, 2.0});
+  const Tensor y = mul(x, 1.0);
+  ops::fill_(y, 0.0);
+  int post_hooks = 0;
+  register_post_accumulate_grad_hook(x, [&](const Tensor&) { ++post_hooks; });
+  const std::vector<Tensor> grads = grad({sum(y)}, {x}, {}, {.retain_graph = true});
+  EXPECT_EQ(values(grads[0]), (std::vector<double>{0.0, 0.0}));
+  sum(y).backward();
+  EXPECT_EQ(post_hooks, 0);  // no gradient arrived, so nothing was accumulated
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Engine, AStaleViewCannotBeDifferentiated) {
+  const Tensor x = leaf({1.0, 2.0});
+  const Tensor a = mul(x, 1.0);
+  const Tensor v = a.view({2});
+  ops::mul_(a, 10.0);
+  EXPECT_NE(error_of([&] { v.backward(ones({2}, DType::Float64)); }).find("modified in place"),
+            std::string::npos);
+}
+
+TEST(Engine, SetGradRefusesExpandedTensors) {
+  const Tensor x = leaf({1.0, 2.0, 3.0});
+  EXPECT_NE(error_of([&] { x.set_grad(zeros({1}, DType::Float64).expand({3})); }).find("expanded"),
+            std::string::npos);
 }
 
 TEST(Engine, GraphIsFreedWithItsOutputs) {
