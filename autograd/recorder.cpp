@@ -17,7 +17,9 @@
 //     update parameters inside a NoGradGuard);
 //   - writing into a view of a tensor with history (the base would not see the new history);
 //   - writing a value that requires gradients into a tensor whose memory other tensors share
-//     (they would silently miss the history).
+//     (they would silently miss the history);
+//   - writing, with grad mode on, into a view that was taken inside a NoGradGuard from a
+//     tensor that requires gradients (the base would change without its history knowing).
 // It also keeps copies of the values the write destroys but the rule needs: the target's old
 // values (keeps_old_self), and any other input that shares the target's memory (mul_(y, y)
 // must save y as it was, not as the write left it).
@@ -29,6 +31,8 @@
 // Registration: a static object below installs both hooks when the program starts. Static
 // libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
 // program that links grove_autograd refer to `grove_autograd_installed` (-Wl,--undefined).
+#include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
