@@ -23,6 +23,7 @@
 // throw if asked to record a graph.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -60,9 +61,17 @@ struct DerivativeRule {
   std::uint8_t saved_outputs = 0;  // bit i: save output i
   bool keeps_old_self = false;     // in-place ops whose backward needs the target's old values
   BackwardFn backward = nullptr;
+  // needed_by[i] (inputs 0-3): the inputs whose gradients need saved input i; it is saved only
+  // if one of them requires gradients (mul's x is needed only for dw). 0: whenever saved.
+  std::array<std::uint8_t, 4> needed_by{};
 
   bool saves_input(std::size_t i) const {
     return saved_inputs == kAll || (i < 8 && ((saved_inputs >> i) & 1U) != 0);
+  }
+  // Whether input i must be saved, given which inputs' gradients are wanted (bit j: input j).
+  bool must_save_input(std::size_t i, std::uint32_t wanted) const {
+    if (!saves_input(i)) return false;
+    return i >= needed_by.size() || needed_by[i] == 0 || (needed_by[i] & wanted) != 0;
   }
   bool saves_output(std::size_t i) const { return i < 8 && ((saved_outputs >> i) & 1U) != 0; }
 };

@@ -132,10 +132,15 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     }
     auto node =
         IntrusivePtr<OpNode>::make(rule, call.attributes, std::move(edges), std::move(metas));
-    // Scalar variants (mul(x, 2), mul_(x, 2), lerp_(x, end, 0.5)) need no saved inputs.
+    // Scalar variants (mul(x, 2), mul_(x, 2), lerp_(x, end, 0.5)) need no saved inputs; others
+    // save what the wanted gradients need.
     const bool save_inputs = !call.attributes.has_scalar;
+    std::uint32_t wanted = 0;
+    for (std::size_t i = 0; i < call.inputs.size() && i < 32; ++i) {
+      if (call.input(i).requires_grad()) wanted |= 1U << i;
+    }
     for (std::size_t i = 0; i < call.inputs.size() && save_inputs; ++i) {
-      if (!rule.saves_input(i)) continue;
+      if (!rule.must_save_input(i, wanted)) continue;
       const Tensor* old =
           in_place && i < old_inputs.size() && old_inputs[i].defined() ? &old_inputs[i] : nullptr;
       if (old != nullptr) {

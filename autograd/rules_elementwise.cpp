@@ -161,8 +161,8 @@ using D = Differentiability;
 constexpr DerivativeRule kRules[] = {
     {OpKind::Add, D::Rule, 0, 0, false, add_backward},
     {OpKind::Sub, D::Rule, 0, 0, false, sub_backward},
-    {OpKind::Mul, D::Rule, kIn01, 0, false, mul_backward},
-    {OpKind::Div, D::Rule, kIn01, 0, false, div_backward},
+    {OpKind::Mul, D::Rule, kIn01, 0, false, mul_backward, {kIn1, kIn0}},
+    {OpKind::Div, D::Rule, kIn01, 0, false, div_backward, {kIn1, 0}},
     {OpKind::Maximum, D::Rule, kIn01, 0, false, maximum_backward},
     {OpKind::Minimum, D::Rule, kIn01, 0, false, minimum_backward},
     {OpKind::Eq, D::Never}, {OpKind::Ne, D::Never}, {OpKind::Lt, D::Never},

@@ -66,14 +66,15 @@ GROVE_BACKWARD(overwrite) {}
 
 constexpr std::uint8_t kIn0 = 1;
 constexpr std::uint8_t kIn1 = 2;
+constexpr std::uint8_t kIn2 = 4;
 constexpr std::uint8_t kIn12 = 6;
 using D = Differentiability;
 
 // clang-format off
 constexpr DerivativeRule kRules[] = {
     {OpKind::AddInplace, D::Rule, 0, 0, false, add_inplace_backward},
-    {OpKind::MulInplace, D::Rule, kIn0 | kIn1, 0, true, mul_inplace_backward},
-    {OpKind::Addcmul, D::Rule, kIn12, 0, false, addcmul_backward},
+    {OpKind::MulInplace, D::Rule, kIn0 | kIn1, 0, true, mul_inplace_backward, {kIn1, kIn0}},
+    {OpKind::Addcmul, D::Rule, kIn12, 0, false, addcmul_backward, {0, kIn2, kIn1}},
     {OpKind::Addcdiv, D::Rule, kIn12, 0, false, addcdiv_backward},
     {OpKind::Lerp, D::Rule, kIn0 | kIn12, 0, true, lerp_backward},
     {OpKind::Fill, D::Rule, 0, 0, false, overwrite_backward},

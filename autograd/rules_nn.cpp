@@ -47,7 +47,8 @@ GROVE_BACKWARD(nll_loss) {
 //   dx = rstd (g w - mean(g w) - xhat mean(g w xhat))   (means over the normalized dims)
 GROVE_BACKWARD(layer_norm) {
   const bool has_weight = ctx.attributes.flag;
-  const Tensor weight = has_weight ? ctx.input(1) : Tensor();
+  // The weight is saved only when dx is wanted (dweight and dbias do not depend on it).
+  const Tensor weight = has_weight && ctx.needs(0) ? ctx.input(1) : Tensor();
   LayerNormGrads result = ops::layer_norm_backward(ctx.grad, ctx.input(0), ctx.output(1),
                                                    ctx.output(2), ctx.attributes.ints, weight);
   grads[0] = std::move(result.grad_input);
@@ -107,9 +108,9 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::LogSoftmax, D::Rule, 0, kOut0, false, log_softmax_backward},
     {OpKind::CrossEntropy, D::Rule, kIn01, kOut1, false, cross_entropy_backward},
     {OpKind::NllLoss, D::Rule, kIn01, 0, false, nll_loss_backward},
-    {OpKind::LayerNorm, D::Rule, kIn01, kOut12, false, layer_norm_backward},
+    {OpKind::LayerNorm, D::Rule, kIn01, kOut12, false, layer_norm_backward, {0, kIn0}},
     {OpKind::Embedding, D::Rule, kIn1, 0, false, embedding_backward},
-    {OpKind::Conv2d, D::Rule, kIn01, 0, false, conv2d_backward},
+    {OpKind::Conv2d, D::Rule, kIn01, 0, false, conv2d_backward, {kIn1, kIn0}},
     {OpKind::MaxPool2d, D::Rule, 0, kOut1, false, max_pool2d_backward},
     {OpKind::AvgPool2d, D::Rule, 0, 0, false, avg_pool2d_backward},
     {OpKind::CrossEntropyBackward, D::NoRule}, {OpKind::NllLossBackward, D::NoRule},

@@ -492,6 +492,48 @@ TEST(Engine, SetGradRefusesExpandedTensors) {
             std::string::npos);
 }
 
+TEST(Engine, OnlyWhatTheWantedGradientsNeedIsSaved) {
+  // y = x * w with x plain data: dw needs x, and nothing needs w, so w is not saved (its
+  // storage is referenced by w alone).
+  const Tensor x = from_vector<double>({1.0, 2.0});
+  const Tensor w = leaf({3.0, 4.0});
+  const Tensor y = mul(x, w);
+  EXPECT_EQ(w.storage().use_count(), 1U);
+  EXPECT_EQ(x.storage().use_count(), 2U);  // x and the node's saved handle
+  sum(y).backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{1.0, 2.0}));
+}
+
+TEST(Engine, GradientsAreTheSameWhenOnlySomeInputsRequireThem) {
+  // The rules save less when fewer gradients are wanted; the gradients must not change.
+  using Fn = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<const char*, Fn>> cases = {
+      {"mul", [](const Tensor& a, const Tensor& b) { return mul(a, b); }},
+      {"div", [](const Tensor& a, const Tensor& b) { return div(a, add(b, 3.0)); }},
+      {"matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b.t()); }},
+      {"linear", [](const Tensor& a, const Tensor& b) { return ops::linear(a, b); }},
+      {"addcmul_",
+       [](const Tensor& a, const Tensor& b) {
+         Tensor y = mul(a, 1.0);
+         ops::addcmul_(y, a, b, 0.5);
+         return y;
+       }},
+  };
+  for (const auto& [name, fn] : cases) {
+    const Tensor a0 = from_vector<double>({1.0, -2.0, 0.5, 3.0}, {2, 2});
+    const Tensor b0 = from_vector<double>({0.3, 1.5, -1.0, 2.0}, {2, 2});
+    const Tensor a_both = a0.clone().requires_grad_();
+    const Tensor b_both = b0.clone().requires_grad_();
+    sum(fn(a_both, b_both)).backward();
+    const Tensor a_only = a0.clone().requires_grad_();
+    sum(fn(a_only, b0)).backward();
+    const Tensor b_only = b0.clone().requires_grad_();
+    sum(fn(a0, b_only)).backward();
+    EXPECT_EQ(values(a_only.grad()), values(a_both.grad())) << name;
+    EXPECT_EQ(values(b_only.grad()), values(b_both.grad())) << name;
+  }
+}
+
 TEST(Engine, GraphIsFreedWithItsOutputs) {
   const Tensor x = leaf({1.0});
   WeakIntrusivePtr<Node> weak_node;
