@@ -1,9 +1,11 @@
-// CPU kernels for copy and fill over arbitrary strides.
+// CPU kernels for copy and fill over arbitrary strides. CUDA tensors go to the CUDA backend
+// (core/cuda/cuda_copy.cpp) once the device-agnostic part (overlap) is done.
 //
 // Both walk the destination's index space in row-major order with an odometer over the outer
 // dimensions and a tight loop over the innermost one. Dimensions that are contiguous with their
 // neighbour in every operand are merged first, so a dense copy is a single loop (or memcpy).
 #include "core/copy_kernel.h"
+#include "core/cuda/cuda_backend.h"
 #include "core/strided_loop.h"
 
 #include <algorithm>
@@ -19,11 +21,6 @@ To convert(From value) {
   } else {
     return static_cast<To>(value);
   }
-}
-
-void check_cpu(const Tensor& tensor, const char* op) {
-  GROVE_CHECK(tensor.device().is_cpu(), op, ": tensors on ", tensor.device(),
-              " need that device's backend, which this build does not have");
 }
 
 // [lowest, highest] byte addresses a tensor's elements touch.
@@ -42,8 +39,7 @@ std::pair<const char*, const char*> byte_extent(const Tensor& tensor) {
 }  // namespace
 
 void launch_copy(const Tensor& dst, const Tensor& src_in) {
-  check_cpu(dst, "copy_");
-  check_cpu(src_in, "copy_");
+  GROVE_INTERNAL_ASSERT(dst.device() == src_in.device(), "launch_copy needs one device");
   GROVE_INTERNAL_ASSERT(dst.sizes() == src_in.sizes(), "launch_copy needs equal sizes");
   if (dst.numel() == 0) return;
   Tensor src = src_in;
@@ -56,6 +52,7 @@ void launch_copy(const Tensor& dst, const Tensor& src_in) {
     auto [src_low, src_high] = byte_extent(src);
     if (dst_low <= src_high && src_low <= dst_high) src = src.clone();  // overlapping: copy once
   }
+  if (dst.device().is_cuda()) return cuda_backend::launch_copy(dst, src);
   const IntArrayRef strides[2] = {dst.strides(), src.strides()};
   const StridedLoop<2> loop = make_loop<2>(dst.sizes(), strides, "copy_");
   char* dst_data = static_cast<char*>(dst.data_ptr());
@@ -86,8 +83,8 @@ void launch_copy(const Tensor& dst, const Tensor& src_in) {
 }
 
 void launch_fill(const Tensor& dst, const Scalar& value) {
-  check_cpu(dst, "fill_");
   if (dst.numel() == 0) return;
+  if (dst.device().is_cuda()) return cuda_backend::launch_fill(dst, value);
   const IntArrayRef strides[1] = {dst.strides()};
   const StridedLoop<1> loop = make_loop<1>(dst.sizes(), strides, "fill_");
   char* dst_data = static_cast<char*>(dst.data_ptr());

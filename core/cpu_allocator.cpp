@@ -1,8 +1,12 @@
 // The CPU raw backend (aligned host memory) and the per-device allocator registry.
+// CUDA devices' allocators are made and registered by the CUDA backend on first use
+// (core/cuda/cuda_allocator.cpp).
 #include <array>
+#include <atomic>
 #include <cstdlib>
 
 #include "core/caching_allocator.h"
+#include "core/cuda/cuda_backend.h"
 
 namespace grove {
 namespace {
@@ -25,7 +29,8 @@ class CpuBackend final : public AllocatorBackend {
 };
 
 constexpr int kMaxDevicesPerType = 16;
-std::array<std::array<CachingAllocator*, kMaxDevicesPerType>, kNumDeviceTypes> registry{};
+std::array<std::array<std::atomic<CachingAllocator*>, kMaxDevicesPerType>, kNumDeviceTypes>
+    registry{};
 
 CachingAllocator& cpu_allocator() {
   // Never destroyed: storages held by static objects may be freed after main() returns.
@@ -39,18 +44,20 @@ void register_allocator(Device device, CachingAllocator* allocator) {
   GROVE_CHECK(device.index >= 0 && device.index < kMaxDevicesPerType,
               "register_allocator: device index ", static_cast<int>(device.index),
               " is out of range [0, ", kMaxDevicesPerType, ")");
-  registry[static_cast<int>(device.type)][device.index] = allocator;
+  registry[static_cast<int>(device.type)][device.index].store(allocator, std::memory_order_release);
 }
 
 CachingAllocator& allocator_for(Device device) {
   if (device.is_cpu()) return cpu_allocator();
   CachingAllocator* allocator = nullptr;
   if (device.index >= 0 && device.index < kMaxDevicesPerType) {
-    allocator = registry[static_cast<int>(device.type)][device.index];
+    allocator =
+        registry[static_cast<int>(device.type)][device.index].load(std::memory_order_acquire);
   }
+  // The CUDA backend makes a device's allocator on first use, or says why it cannot.
+  if (allocator == nullptr && device.is_cuda()) return cuda_backend::allocator(device);
   GROVE_CHECK(allocator != nullptr, "no allocator for device ", device,
-              ": this build of grove has no backend for it (CUDA support arrives with the CUDA "
-              "backend), or the device does not exist");
+              ": this build of grove has no backend for it, or the device does not exist");
   return *allocator;
 }
 

@@ -40,4 +40,9 @@ inline Device cuda(int index = 0) {
 
 std::ostream& operator<<(std::ostream& out, Device device);
 
+// How many CUDA devices this process can use: 0 without a GPU, without a driver, or in a build
+// without the CUDA backend (GROVE_CUDA=OFF). Asks the CUDA runtime once; never throws.
+int cuda_device_count();
+bool cuda_is_available();  // cuda_device_count() > 0
+
 }  // namespace grove

@@ -2,27 +2,31 @@
 #include "core/device_graph.h"
 
 #include <array>
+#include <atomic>
 #include <utility>
 
+#include "core/cuda/cuda_backend.h"
 #include "core/error.h"
 
 namespace grove {
 namespace {
-std::array<CaptureBackend*, kNumDeviceTypes> capture_backends{};
+std::array<std::atomic<CaptureBackend*>, kNumDeviceTypes> capture_backends{};
 }  // namespace
 
 CaptureBackend& cpu_capture_backend();  // cpu_capture.cpp
 
 void register_capture_backend(DeviceType type, CaptureBackend* backend) {
-  capture_backends[static_cast<int>(type)] = backend;
+  capture_backends[static_cast<int>(type)].store(backend, std::memory_order_release);
 }
 
 CaptureBackend& capture_backend_for(Device device) {
   if (device.is_cpu()) return cpu_capture_backend();
-  CaptureBackend* backend = capture_backends[static_cast<int>(device.type)];
+  CaptureBackend* backend =
+      capture_backends[static_cast<int>(device.type)].load(std::memory_order_acquire);
+  // The CUDA backend registers itself on first use, or says why it cannot.
+  if (backend == nullptr && device.is_cuda()) return cuda_backend::capture_backend(device);
   GROVE_CHECK(backend != nullptr, "no stream backend for device ", device,
-              ": this build of grove has no backend for it (CUDA support arrives with the CUDA "
-              "backend)");
+              ": this build of grove has no backend for it");
   return *backend;
 }
 
@@ -85,7 +89,19 @@ void DeviceGraph::end_capture() {
   GROVE_CHECK(capturing_, "end_capture: this graph is not capturing; call begin_capture first");
   // The backend may refuse (the capture was begun on another thread); the graph then stays
   // capturing, so that the right thread can still end it.
-  work_ = capture_backend_for(device_).end_capture(stream_);
+  try {
+    work_ = capture_backend_for(device_).end_capture(stream_);
+  } catch (...) {
+    // If the stream is no longer capturing, the capture is over even though it failed (CUDA
+    // ends an invalidated capture with an error): undo the pool route and the generator's
+    // capture so that nothing stays half-capturing, then report the error.
+    if (!grove::is_capturing(stream_)) {
+      capturing_ = false;
+      allocator_for(device_).end_allocate_to_pool(stream_, pool_);
+      default_generator(device_).end_capture();
+    }
+    throw;
+  }
   capturing_ = false;
   allocator_for(device_).end_allocate_to_pool(stream_, pool_);
   rng_counters_per_replay_ = default_generator(device_).end_capture();

@@ -6,8 +6,10 @@
 // - CPU: launch_cpu(stream, kernel) runs the kernel at once, unless the stream is capturing;
 //   then the kernel is recorded into the capturing DeviceGraph and not run. See
 //   Note [CPU streams simulate CUDA capture].
-// - CUDA (later): a stream is a cudaStream_t; the same capture calls map to
-//   cudaStreamBeginCapture / cudaStreamEndCapture.
+// - CUDA: a stream is a cudaStream_t (Note [CUDA stream ids] in core/cuda/cuda_device.h: id 0
+//   is a non-blocking stream of grove's own, not CUDA's legacy default stream); kernels are
+//   launched on it asynchronously, and the same capture calls map to cudaStreamBeginCapture
+//   (thread-local mode) / cudaStreamEndCapture (core/cuda/cuda_capture.cpp).
 //
 // Note [CPU streams simulate CUDA capture]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

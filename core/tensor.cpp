@@ -8,6 +8,7 @@
 
 #include "core/autograd_hooks.h"
 #include "core/copy_kernel.h"
+#include "core/cuda/cuda_backend.h"
 #include "core/stream.h"
 
 namespace grove {
@@ -74,7 +75,7 @@ T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
   check_not_capturing(device(), "item()");
-  GROVE_CHECK(device().is_cpu(), "item(): reading from ", device(), " needs its backend");
+  if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   GROVE_DISPATCH_DTYPE(dtype(), "item", [&]<typename Stored>() {
     Stored value = *static_cast<const Stored*>(data_ptr());
@@ -90,6 +91,7 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_not_capturing(device(), "to_vector()");
+  if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
   std::vector<T> values(static_cast<std::size_t>(numel()));
@@ -169,9 +171,12 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   GROVE_CHECK(broadcasts_to(src.sizes(), sizes()), "copy_: a source of shape ", src.sizes(),
               " cannot be broadcast to the destination's shape ", sizes(),
               " (aligned from the right, each source size must equal the destination's or be 1)");
-  GROVE_CHECK(src.device() == device(), "copy_: copying from ", src.device(), " to ", device(),
-              " needs the CUDA backend, which this build does not have");
-  launch_copy(*this, src.dim() == dim() && src.sizes() == sizes() ? src : src.expand(sizes()));
+  const Tensor source = src.dim() == dim() && src.sizes() == sizes() ? src : src.expand(sizes());
+  if (src.device() == device()) {
+    launch_copy(*this, source);
+  } else {
+    cuda_backend::copy_between_devices(*this, source);  // the host and a CUDA device
+  }
   bump_version();
   return *this;
 }

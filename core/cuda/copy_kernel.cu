@@ -1,0 +1,131 @@
+// CUDA kernels for strided copy (with dtype conversion and broadcasting) and fill.
+// The CPU versions in core/copy_kernel.cpp are the reference; tests/core/cuda_test.cpp checks
+// these against them.
+//
+// One thread per destination element, in a grid-stride loop: the linear index is split into
+// coordinates over the (merged) sizes, from the last dimension, and each operand's offset is
+// the dot product with its strides. A single merged dimension (the dense case) skips the
+// division. These kernels move bytes; they are not tuned further (see bench/ for that).
+#include <cstring>
+#include <type_traits>
+
+#include "core/cuda/copy_kernel.h"
+#include "core/cuda/cuda_check.h"
+
+namespace grove::cuda_backend {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr std::int64_t kMaxBlocks = 1 << 16;
+
+template <typename To, typename From>
+__device__ To convert(From value) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+template <int kOperands>
+__device__ void offsets_of(const StridedLoop<kOperands>& loop, std::int64_t linear,
+                           std::int64_t (&offsets)[kOperands]) {
+  for (int k = 0; k < kOperands; ++k) offsets[k] = 0;
+  if (loop.ndim == 1) {
+    for (int k = 0; k < kOperands; ++k) offsets[k] = linear * loop.strides[k][0];
+    return;
+  }
+  for (int d = loop.ndim - 1; d >= 0; --d) {
+    const std::int64_t size = loop.sizes[d];
+    const std::int64_t index = linear % size;
+    linear /= size;
+    for (int k = 0; k < kOperands; ++k) offsets[k] += index * loop.strides[k][d];
+  }
+}
+
+template <typename To, typename From>
+__global__ void copy_elements(To* dst, const From* src, const __grid_constant__ StridedLoop<2> loop,
+                              std::int64_t numel) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
+       i += step) {
+    std::int64_t offsets[2];
+    offsets_of<2>(loop, i, offsets);
+    dst[offsets[0]] = convert<To>(src[offsets[1]]);
+  }
+}
+
+template <typename T>
+__global__ void fill_elements(T* dst, T value, const __grid_constant__ StridedLoop<1> loop,
+                              std::int64_t numel) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel;
+       i += step) {
+    std::int64_t offsets[1];
+    offsets_of<1>(loop, i, offsets);
+    dst[offsets[0]] = value;
+  }
+}
+
+std::int64_t loop_numel(const int ndim, const std::int64_t* sizes) {
+  std::int64_t numel = 1;
+  for (int d = 0; d < ndim; ++d) numel *= sizes[d];
+  return numel;
+}
+
+unsigned blocks_for(std::int64_t numel) {
+  const std::int64_t blocks = (numel + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// Calls f(T{}) with T the C++ type of dtype (a plain switch: nvcc compiles this file, and the
+// tag form keeps it free of templated lambdas).
+template <typename F>
+void dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Int64:
+      return f(std::int64_t{});
+    case DType::Int32:
+      return f(std::int32_t{});
+    case DType::Bool:
+      return f(bool{});
+  }
+  GROVE_INTERNAL_ASSERT(false, "CUDA copy kernels: unknown dtype");
+}
+
+}  // namespace
+
+void copy_kernel(void* dst, DType dst_dtype, const void* src, DType src_dtype,
+                 const StridedLoop<2>& loop, cudaStream_t stream) {
+  const std::int64_t numel = loop_numel(loop.ndim, loop.sizes);
+  if (numel == 0) return;
+  dispatch(dst_dtype, [&](auto to_tag) {
+    using To = decltype(to_tag);
+    dispatch(src_dtype, [&](auto from_tag) {
+      using From = decltype(from_tag);
+      copy_elements<To, From><<<blocks_for(numel), kThreads, 0, stream>>>(
+          static_cast<To*>(dst), static_cast<const From*>(src), loop, numel);
+      GROVE_CUDA_CHECK(cudaGetLastError());
+    });
+  });
+}
+
+void fill_kernel(void* dst, DType dtype, std::uint64_t value_bits, const StridedLoop<1>& loop,
+                 cudaStream_t stream) {
+  const std::int64_t numel = loop_numel(loop.ndim, loop.sizes);
+  if (numel == 0) return;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T value;
+    std::memcpy(&value, &value_bits, sizeof(T));
+    fill_elements<T>
+        <<<blocks_for(numel), kThreads, 0, stream>>>(static_cast<T*>(dst), value, loop, numel);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+}  // namespace grove::cuda_backend
