@@ -6,6 +6,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/cpu/elementwise.h"
+#include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -120,7 +121,7 @@ void infer_unary_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 #define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
+  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
 GROVE_ENTRY(Add, infer_arithmetic, binary)
 GROVE_ENTRY(Sub, infer_arithmetic, binary)
 GROVE_ENTRY(Mul, infer_arithmetic, binary)

@@ -7,6 +7,7 @@
 
 #include "ops/broadcast.h"
 #include "ops/cpu/inplace.h"
+#include "ops/cuda/inplace.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -120,13 +121,15 @@ void infer_normal(const OpCall& call, OutputSpecs& outputs) {
 // Inputs are (x, operands...). Attributes: scalar is alpha (add_), the factor (mul_ with
 // has_scalar), value (addcmul_, addcdiv_), the weight (lerp_ with two inputs) or the fill value;
 // reals are (low, high) for uniform_ and (mean, std) for normal_; generator for both.
-constexpr OpEntry kAddInplace{OpKind::AddInplace, infer_add, cpu::update, nullptr};
-constexpr OpEntry kMulInplace{OpKind::MulInplace, infer_mul, cpu::update, nullptr};
-constexpr OpEntry kAddcmul{OpKind::Addcmul, infer_addcmul, cpu::update, nullptr};
-constexpr OpEntry kAddcdiv{OpKind::Addcdiv, infer_addcdiv, cpu::update, nullptr};
-constexpr OpEntry kLerp{OpKind::Lerp, infer_lerp, cpu::update, nullptr};
-constexpr OpEntry kFill{OpKind::Fill, infer_fill, cpu::fill, nullptr};
-constexpr OpEntry kCopy{OpKind::Copy, infer_copy, cpu::copy, nullptr};
+constexpr OpEntry kAddInplace{OpKind::AddInplace, infer_add, cpu::update,
+                              GROVE_CUDA_KERNEL(update)};
+constexpr OpEntry kMulInplace{OpKind::MulInplace, infer_mul, cpu::update,
+                              GROVE_CUDA_KERNEL(update)};
+constexpr OpEntry kAddcmul{OpKind::Addcmul, infer_addcmul, cpu::update, GROVE_CUDA_KERNEL(update)};
+constexpr OpEntry kAddcdiv{OpKind::Addcdiv, infer_addcdiv, cpu::update, GROVE_CUDA_KERNEL(update)};
+constexpr OpEntry kLerp{OpKind::Lerp, infer_lerp, cpu::update, GROVE_CUDA_KERNEL(update)};
+constexpr OpEntry kFill{OpKind::Fill, infer_fill, cpu::fill, GROVE_CUDA_KERNEL(fill)};
+constexpr OpEntry kCopy{OpKind::Copy, infer_copy, cpu::copy, GROVE_CUDA_KERNEL(copy)};
 constexpr OpEntry kUniform{OpKind::Uniform, infer_uniform, cpu::uniform, nullptr};
 constexpr OpEntry kNormal{OpKind::Normal, infer_normal, cpu::normal, nullptr};
 

@@ -1,0 +1,483 @@
+// CUDA kernels for elementwise ops; ops/cpu/elementwise.cpp is the reference they match.
+//
+// Two kernels per shape of op: a dense one for operands laid out like the (contiguous) output,
+// which loads and stores 16 bytes per operand at a time when every pointer is 16-byte aligned
+// (float4-sized packs), and a strided one that finds each operand's element through a
+// StridedLoop (broadcast operands have stride 0). Both are grid-stride loops.
+//
+// To keep nvcc builds short (CI compiles on 2 cores), kernels are templated on the element
+// types only; the op is a runtime OpKind switched on per element. The switch is uniform across
+// the launch, so it costs a few instructions per element of a memory-bound loop. Only the
+// dtypes an op accepts are instantiated (arithmetic: float32, float64, int32, int64; unary
+// floating math: float32, float64; comparisons, where, masked_fill: every dtype).
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/broadcast.h"
+#include "ops/cuda/elementwise.h"
+#include "ops/cuda/kernel_loop.cuh"
+
+namespace grove::ops::cuda {
+namespace {
+
+// --- device math: the CUDA library functions for float and double, named once ---
+
+__device__ inline float exp_of(float v) {
+  return expf(v);
+}
+__device__ inline double exp_of(double v) {
+  return ::exp(v);
+}
+__device__ inline float log_of(float v) {
+  return logf(v);
+}
+__device__ inline double log_of(double v) {
+  return ::log(v);
+}
+__device__ inline float sqrt_of(float v) {
+  return sqrtf(v);
+}
+__device__ inline double sqrt_of(double v) {
+  return ::sqrt(v);
+}
+__device__ inline float tanh_of(float v) {
+  return tanhf(v);
+}
+__device__ inline double tanh_of(double v) {
+  return ::tanh(v);
+}
+__device__ inline float erf_of(float v) {
+  return erff(v);
+}
+__device__ inline double erf_of(double v) {
+  return ::erf(v);
+}
+__device__ inline float pow_of(float v, float e) {
+  return powf(v, e);
+}
+__device__ inline double pow_of(double v, double e) {
+  return ::pow(v, e);
+}
+
+// Integer arithmetic wraps around (two's complement), computed in the unsigned type, as on the
+// CPU.
+template <typename T>
+__device__ inline T wrapping(T a, T b, char op) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    const U x = static_cast<U>(a);
+    const U y = static_cast<U>(b);
+    return static_cast<T>(op == '+' ? U(x + y) : op == '-' ? U(x - y) : U(x * y));
+  } else {
+    return op == '+' ? T(a + b) : op == '-' ? T(a - b) : T(a * b);
+  }
+}
+
+// grad * gelu'(x); the formulas of ops/elementwise.h.
+template <typename T>
+__device__ inline T gelu_derivative_times(T grad, T x, bool approximate) {
+  if (approximate) {
+    constexpr T kSqrt2OverPi = T(0.7978845608028654);
+    constexpr T kCubic = T(0.044715);
+    const T t = tanh_of(kSqrt2OverPi * (x + kCubic * x * x * x));
+    const T du_dx = kSqrt2OverPi * (T(1) + T(3) * kCubic * x * x);
+    return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du_dx);
+  }
+  constexpr T kInvSqrt2 = T(0.7071067811865476);
+  constexpr T kInvSqrt2Pi = T(0.3989422804014327);
+  const T cdf = T(0.5) * (T(1) + erf_of(x * kInvSqrt2));
+  const T pdf = kInvSqrt2Pi * exp_of(T(-0.5) * x * x);
+  return grad * (cdf + x * pdf);
+}
+
+// The binary ops: arithmetic (R = T) or comparisons (R = bool).
+template <typename T, typename R>
+__device__ inline R binary_op(OpKind kind, T a, T b, bool flag) {
+  if constexpr (std::is_same_v<R, bool>) {
+    switch (kind) {
+      case OpKind::Eq:
+        return a == b;
+      case OpKind::Ne:
+        return a != b;
+      case OpKind::Lt:
+        return a < b;
+      case OpKind::Le:
+        return a <= b;
+      case OpKind::Gt:
+        return a > b;
+      default:
+        return a >= b;  // Ge
+    }
+  } else {
+    switch (kind) {
+      case OpKind::Add:
+        return wrapping(a, b, '+');
+      case OpKind::Sub:
+        return wrapping(a, b, '-');
+      case OpKind::Mul:
+        return wrapping(a, b, '*');
+      // NaN propagates, as in PyTorch (the CPU kernel's expressions, character for character).
+      case OpKind::Maximum:
+        return a != a ? a : (a > b || b != b ? (b != b ? b : a) : b);
+      case OpKind::Minimum:
+        return a != a ? a : (a < b || b != b ? (b != b ? b : a) : b);
+      default:
+        break;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (kind == OpKind::Div) return T(a / b);
+      return gelu_derivative_times(a, b, flag);  // GeluBackward: a = grad, b = x
+    }
+    return T(0);  // infer() lets only valid (kind, dtype) pairs through
+  }
+}
+
+// kVec elements of T in one aligned load or store (16 bytes for the arithmetic dtypes).
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T values[kVec];
+};
+
+template <typename T>
+inline constexpr int kVecOf = 16 / sizeof(T) > 0 ? static_cast<int>(16 / sizeof(T)) : 1;
+
+bool aligned16(const void* pointer) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
+}
+
+// out[i] = op(a[i], b ? b[i] : scalar) over n dense elements. With `vectorise`, every pointer
+// is 16-byte aligned and the first n / kVec * kVec elements go in packs.
+template <typename T, typename R>
+__global__ void binary_dense(R* out, const T* a, const T* b, T scalar, OpKind kind, bool flag,
+                             std::int64_t n, bool vectorise) {
+  constexpr int kVec = kVecOf<T>;
+  const std::int64_t packs = vectorise ? n / kVec : 0;
+  for (std::int64_t p = first_index(); p < packs; p += grid_step()) {
+    const Pack<T, kVec> x = reinterpret_cast<const Pack<T, kVec>*>(a)[p];
+    Pack<T, kVec> y;
+    if (b != nullptr) {
+      y = reinterpret_cast<const Pack<T, kVec>*>(b)[p];
+    } else {
+      for (int j = 0; j < kVec; ++j) y.values[j] = scalar;
+    }
+    Pack<R, kVec> o;
+    for (int j = 0; j < kVec; ++j)
+      o.values[j] = binary_op<T, R>(kind, x.values[j], y.values[j], flag);
+    reinterpret_cast<Pack<R, kVec>*>(out)[p] = o;
+  }
+  for (std::int64_t i = packs * kVec + first_index(); i < n; i += grid_step()) {
+    out[i] = binary_op<T, R>(kind, a[i], b != nullptr ? b[i] : scalar, flag);
+  }
+}
+
+// The same through strides: loop.strides[0] are out's, [1] a's, [2] b's (unused for a scalar).
+template <typename T, typename R>
+__global__ void binary_strided(R* out, const T* a, const T* b, T scalar, OpKind kind, bool flag,
+                               const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[3];
+    offsets_of<3>(loop, i, offsets);
+    out[offsets[0]] =
+        binary_op<T, R>(kind, a[offsets[1]], b != nullptr ? b[offsets[2]] : scalar, flag);
+  }
+}
+
+// The unary ops' arguments (integer clamp bounds are already T's, see unary_args).
+template <typename T>
+struct UnaryArgs {
+  OpKind kind;
+  double low;  // clamp bounds (floating T); exponent of pow in `low`
+  double high;
+  T low_t;  // clamp bounds (integer T)
+  T high_t;
+  bool approximate;  // gelu
+};
+
+template <typename T>
+__device__ inline T unary_op(const UnaryArgs<T>& args, T v) {
+  switch (args.kind) {
+    case OpKind::Neg:
+      return wrapping(T(0), v, '-');
+    case OpKind::Abs:
+      return v < T(0) ? wrapping(T(0), v, '-') : v;
+    case OpKind::Relu:
+      return v > T(0) ? v : (v != v ? v : T(0));
+    case OpKind::Clamp:
+      if constexpr (std::is_integral_v<T>) {
+        const T low_clamped = v < args.low_t ? args.low_t : v;         // std::max(v, low)
+        return args.high_t < low_clamped ? args.high_t : low_clamped;  // std::min(., high)
+      } else {
+        if (v != v) return v;  // NaN stays NaN
+        double d = static_cast<double>(v);
+        d = d < args.low ? args.low : d;
+        d = args.high < d ? args.high : d;
+        return static_cast<T>(d);
+      }
+    default:
+      break;
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    switch (args.kind) {
+      case OpKind::Exp:
+        return exp_of(v);
+      case OpKind::Log:
+        return log_of(v);
+      case OpKind::Sqrt:
+        return sqrt_of(v);
+      case OpKind::Rsqrt:
+        return T(1) / sqrt_of(v);
+      case OpKind::Tanh:
+        return tanh_of(v);
+      case OpKind::Sigmoid:
+        return T(1) / (T(1) + exp_of(-v));
+      case OpKind::Pow:
+        return pow_of(v, static_cast<T>(args.low));
+      case OpKind::Gelu:
+        if (args.approximate) {
+          const T inner = T(0.7978845608028654) * (v + T(0.044715) * v * v * v);
+          return T(0.5) * v * (T(1) + tanh_of(inner));
+        }
+        return T(0.5) * v * (T(1) + erf_of(v * T(0.7071067811865476)));
+      default:
+        break;
+    }
+  }
+  return v;  // infer() lets only valid (kind, dtype) pairs through
+}
+
+template <typename T>
+__global__ void unary_dense(T* out, const T* x, const UnaryArgs<T> args, std::int64_t n,
+                            bool vectorise) {
+  constexpr int kVec = kVecOf<T>;
+  const std::int64_t packs = vectorise ? n / kVec : 0;
+  for (std::int64_t p = first_index(); p < packs; p += grid_step()) {
+    Pack<T, kVec> v = reinterpret_cast<const Pack<T, kVec>*>(x)[p];
+    for (int j = 0; j < kVec; ++j) v.values[j] = unary_op(args, v.values[j]);
+    reinterpret_cast<Pack<T, kVec>*>(out)[p] = v;
+  }
+  for (std::int64_t i = packs * kVec + first_index(); i < n; i += grid_step()) {
+    out[i] = unary_op(args, x[i]);
+  }
+}
+
+template <typename T>
+__global__ void unary_strided(T* out, const T* x, const UnaryArgs<T> args,
+                              const __grid_constant__ StridedLoop<2> loop, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[2];
+    offsets_of<2>(loop, i, offsets);
+    out[offsets[0]] = unary_op(args, x[offsets[1]]);
+  }
+}
+
+// loop.strides: out, condition, a, b.
+template <typename T>
+__global__ void where_strided(T* out, const bool* condition, const T* a, const T* b,
+                              const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[4];
+    offsets_of<4>(loop, i, offsets);
+    out[offsets[0]] = condition[offsets[1]] ? a[offsets[2]] : b[offsets[3]];
+  }
+}
+
+// loop.strides: out, x, mask.
+template <typename T>
+__global__ void masked_fill_strided(T* out, const T* x, const bool* mask, T value,
+                                    const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[3];
+    offsets_of<3>(loop, i, offsets);
+    out[offsets[0]] = mask[offsets[2]] ? value : x[offsets[1]];
+  }
+}
+
+// --- host side ---
+
+template <typename T>
+T* typed(const Tensor& tensor) {
+  return static_cast<T*>(tensor.data_ptr());
+}
+
+const char* name_of(const OpCall& call) {
+  return op_name(call.kind).data();
+}
+
+bool dense_like(const Tensor& input, const Tensor& out) {
+  return input.is_contiguous() && input.sizes() == out.sizes();
+}
+
+cudaStream_t stream_of(const Tensor& out) {
+  return cuda_backend::cuda_stream(current_stream(out.device()));
+}
+
+// Calls f(T{}) for the dtypes in the list (a plain switch: no templated lambdas through nvcc).
+template <bool kWithBool, bool kWithIntegers = true, typename F>
+void dispatch_dtype(DType dtype, const char* what, F&& f) {
+  switch (dtype) {
+    case DType::Float32:
+      return f(float{});
+    case DType::Float64:
+      return f(double{});
+    case DType::Int64:
+      if constexpr (kWithIntegers) return f(std::int64_t{});
+      break;
+    case DType::Int32:
+      if constexpr (kWithIntegers) return f(std::int32_t{});
+      break;
+    case DType::Bool:
+      if constexpr (kWithBool) return f(bool{});
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, what, ": no CUDA kernel for dtype ", dtype,
+                        "; its infer should have refused it");
+}
+
+// out = op(a, b) with a, b (or the call's scalar) broadcast to out.
+template <typename T, typename R>
+void launch_binary(const OpCall& call, const Tensor& out) {
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  const Tensor& a = call.input(0);
+  const bool has_scalar = call.attributes.has_scalar;
+  const T scalar = has_scalar ? call.attributes.scalar.to<T>() : T{};
+  const T* x = typed<const T>(a);
+  const T* y = has_scalar ? nullptr : typed<const T>(call.input(1));
+  R* o = typed<R>(out);
+  const bool flag = call.attributes.flag;
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  if (dense_like(a, out) && (has_scalar || dense_like(call.input(1), out))) {
+    const bool vectorise = aligned16(x) && aligned16(o) && (y == nullptr || aligned16(y));
+    const std::int64_t work = vectorise ? (n + kVecOf<T> - 1) / kVecOf<T> : n;
+    binary_dense<T, R>
+        <<<blocks_for(work), kThreads, 0, stream>>>(o, x, y, scalar, call.kind, flag, n, vectorise);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  const DimVector a_strides = broadcast_strides(a, out.sizes());
+  const DimVector b_strides =
+      has_scalar ? DimVector(out.sizes().size(), 0) : broadcast_strides(call.input(1), out.sizes());
+  const IntArrayRef strides[3] = {out.strides(), a_strides, b_strides};
+  const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, name_of(call));
+  binary_strided<T, R>
+      <<<blocks_for(n), kThreads, 0, stream>>>(o, x, y, scalar, call.kind, flag, loop, n);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+bool is_comparison(OpKind kind) {
+  return kind == OpKind::Eq || kind == OpKind::Ne || kind == OpKind::Lt || kind == OpKind::Le ||
+         kind == OpKind::Gt || kind == OpKind::Ge;
+}
+
+template <typename T>
+UnaryArgs<T> unary_args(const OpCall& call) {
+  UnaryArgs<T> args{call.kind, call.attributes.reals[0], call.attributes.reals[1], T{},
+                    T{},       call.attributes.flag};
+  if constexpr (std::is_integral_v<T>) {
+    if (call.kind == OpKind::Clamp) {
+      // Bounds were checked to be integers in T's range (or infinite) by infer.
+      constexpr double kLowest = static_cast<double>(std::numeric_limits<T>::lowest());
+      constexpr double kHighest = static_cast<double>(std::numeric_limits<T>::max());
+      args.low_t =
+          args.low <= kLowest ? std::numeric_limits<T>::lowest() : static_cast<T>(args.low);
+      args.high_t =
+          args.high >= kHighest ? std::numeric_limits<T>::max() : static_cast<T>(args.high);
+    }
+  }
+  return args;
+}
+
+}  // namespace
+
+void binary(const OpCall& call, const OpOutputs& outputs) {
+  if (is_comparison(call.kind)) {
+    dispatch_dtype<true>(call.input(0).dtype(), "binary",
+                         [&](auto tag) { launch_binary<decltype(tag), bool>(call, outputs[0]); });
+    return;
+  }
+  dispatch_dtype<false>(call.input(0).dtype(), "binary", [&](auto tag) {
+    using T = decltype(tag);
+    launch_binary<T, T>(call, outputs[0]);
+  });
+}
+
+// out = grad * gelu'(x): the binary kernels with GeluBackward as their op.
+void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_dtype<false, false>(outputs[0].dtype(), "gelu_backward", [&](auto tag) {
+    using T = decltype(tag);
+    launch_binary<T, T>(call, outputs[0]);
+  });
+}
+
+void unary(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const Tensor& input = call.input(0);
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  dispatch_dtype<false>(input.dtype(), "unary", [&](auto tag) {
+    using T = decltype(tag);
+    const UnaryArgs<T> args = unary_args<T>(call);
+    const T* x = typed<const T>(input);
+    T* o = typed<T>(out);
+    if (dense_like(input, out)) {
+      const bool vectorise = aligned16(x) && aligned16(o);
+      const std::int64_t work = vectorise ? (n + kVecOf<T> - 1) / kVecOf<T> : n;
+      unary_dense<T><<<blocks_for(work), kThreads, 0, stream>>>(o, x, args, n, vectorise);
+      GROVE_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+    const DimVector input_strides = broadcast_strides(input, out.sizes());
+    const IntArrayRef strides[2] = {out.strides(), input_strides};
+    const StridedLoop<2> loop = make_loop<2>(out.sizes(), strides, name_of(call));
+    unary_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(o, x, args, loop, n);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+void where(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  const DimVector condition_strides = broadcast_strides(call.input(0), out.sizes());
+  const DimVector a_strides = broadcast_strides(call.input(1), out.sizes());
+  const DimVector b_strides = broadcast_strides(call.input(2), out.sizes());
+  const IntArrayRef strides[4] = {out.strides(), condition_strides, a_strides, b_strides};
+  const StridedLoop<4> loop = make_loop<4>(out.sizes(), strides, "where");
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  dispatch_dtype<true>(out.dtype(), "where", [&](auto tag) {
+    using T = decltype(tag);
+    where_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        typed<T>(out), typed<const bool>(call.input(0)), typed<const T>(call.input(1)),
+        typed<const T>(call.input(2)), loop, n);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+void masked_fill(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const std::int64_t n = out.numel();
+  if (n == 0) return;
+  const DimVector x_strides = broadcast_strides(call.input(0), out.sizes());
+  const DimVector mask_strides = broadcast_strides(call.input(1), out.sizes());
+  const IntArrayRef strides[3] = {out.strides(), x_strides, mask_strides};
+  const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, "masked_fill");
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  dispatch_dtype<true>(out.dtype(), "masked_fill", [&](auto tag) {
+    using T = decltype(tag);
+    masked_fill_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        typed<T>(out), typed<const T>(call.input(0)), typed<const bool>(call.input(1)),
+        call.attributes.scalar.to<T>(), loop, n);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+}  // namespace grove::ops::cuda
