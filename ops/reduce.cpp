@@ -1,5 +1,6 @@
 // Reductions: argument checks, output shapes and the user functions. Kernels are in
-// ops/cpu/reduce.cpp (one for the sum family: sum, mean, var; one for max and argmax).
+// ops/cpu/reduce.cpp and ops/cuda/reduce.cu (one for the sum family: sum, mean, var; one for max
+// and argmax).
 //
 // Attributes (see each OpEntry below): ints holds the dims as the user gave them (possibly
 // negative; empty means every dim); flag is keepdim; var's reals[0] is the correction subtracted
@@ -9,6 +10,7 @@
 #include <algorithm>
 
 #include "ops/cpu/reduce.h"
+#include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -99,7 +101,7 @@ void infer_max_like(const OpCall& call, OutputSpecs& outputs) {
 }
 
 #define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
+  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
 GROVE_ENTRY(Sum, infer_sum_like, reduce_sum)     // ints: dims; flag: keepdim
 GROVE_ENTRY(Mean, infer_sum_like, reduce_sum)    // ints: dims; flag: keepdim
 GROVE_ENTRY(Var, infer_sum_like, reduce_sum)     // ints: dims; flag: keepdim; reals[0]: correction

@@ -1,5 +1,5 @@
 // CPU kernels of the reduction family (ops/reduce.h). Each switches on call.kind; the CUDA
-// kernels in ops/cuda/reduce.cu will have the same names.
+// kernels in ops/cuda/reduce.cu have the same names.
 #pragma once
 
 #include "ops/dispatch.h"

@@ -1,0 +1,334 @@
+// CUDA kernels for reductions; ops/cpu/reduce.cpp is the reference they match.
+//
+// As on the CPU, the input's dims split into kept dims (one output element each) and reduced
+// dims (the elements folded into it), each a StridedLoop: `outer` over (output, input) and
+// `inner` over the input. One block folds one output element at a time (a grid-stride loop
+// over outputs): each thread folds every blockDim-th reduced element, then warp shuffles and
+// one shared-memory step combine the threads' partial results. The block is 32 to 256 threads,
+// the smallest multiple of 32 that covers the row (short rows do not leave warps idle).
+//
+// Semantics are the CPU kernel's: floating-point sums accumulate in double (Kahan-compensated
+// per thread, with a plain sum that wins when the total is not finite, so inf and NaN propagate
+// as IEEE says); var takes two passes (the mean, then the squared deviations); integer sums wrap
+// in uint64; max keeps the first position on ties and a NaN beats every number (the first NaN
+// wins). Positions are row-major over the reduced dims, which make_loop preserves.
+//
+// Not done yet: a column strategy for reductions over outer dims (sum over dim 0 of a
+// row-major matrix reads one strided column per block, uncoalesced) and several outputs per
+// block for very short rows.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <type_traits>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/reduce.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+
+// Kept and reduced dims as loops (ops/cpu/reduce.cpp's make_reduce_loops).
+struct ReduceLoops {
+  StridedLoop<2> outer;  // kept dims: operand 0 the output, operand 1 the input
+  StridedLoop<1> inner;  // reduced dims: the input
+  std::int64_t count;    // elements folded into each output
+  std::int64_t outputs;  // output elements
+};
+
+// `sort_inner`: order the reduced dims by decreasing stride (sums do not care about order; max
+// and argmax keep row-major order to report positions).
+ReduceLoops make_reduce_loops(const OpCall& call, bool sort_inner) {
+  const Tensor& x = call.input(0);
+  const std::int64_t ndim = x.dim();
+  DimVector reduced(static_cast<std::size_t>(ndim), call.attributes.ints.empty() ? 1 : 0);
+  for (const std::int64_t dim : call.attributes.ints) {  // checked by infer
+    if (ndim > 0) reduced[static_cast<std::size_t>(dim < 0 ? dim + ndim : dim)] = 1;
+  }
+  DimVector kept_sizes, kept_strides, reduced_dims;
+  for (std::size_t d = 0; d < reduced.size(); ++d) {
+    if (reduced[d]) {
+      reduced_dims.push_back(static_cast<std::int64_t>(d));
+    } else {
+      kept_sizes.push_back(x.sizes()[d]);
+      kept_strides.push_back(x.strides()[d]);
+    }
+  }
+  if (sort_inner) {
+    std::stable_sort(reduced_dims.begin(), reduced_dims.end(), [&](std::int64_t a, std::int64_t b) {
+      return std::abs(x.strides()[a]) > std::abs(x.strides()[b]);
+    });
+  }
+  DimVector reduced_sizes, reduced_strides;
+  for (const std::int64_t d : reduced_dims) {
+    reduced_sizes.push_back(x.sizes()[d]);
+    reduced_strides.push_back(x.strides()[d]);
+  }
+  // The output is contiguous, so its strides over the kept dims are row-major.
+  DimVector out_strides(kept_sizes.size(), 1);
+  for (std::size_t d = kept_sizes.size(); d-- > 1;) {
+    out_strides[d - 1] = out_strides[d] * std::max<std::int64_t>(kept_sizes[d], 1);
+  }
+  const char* name = op_name(call.kind).data();
+  const IntArrayRef outer_strides[2] = {out_strides, kept_strides};
+  const IntArrayRef inner_strides[1] = {reduced_strides};
+  return {make_loop<2>(kept_sizes, outer_strides, name),
+          make_loop<1>(reduced_sizes, inner_strides, name), product(reduced_sizes),
+          product(kept_sizes)};
+}
+
+// Threads per block: the smallest multiple of 32 covering `count`, at most kThreads.
+unsigned threads_for(std::int64_t count) {
+  const std::int64_t warps = std::max<std::int64_t>(1, (count + kWarp - 1) / kWarp);
+  return static_cast<unsigned>(std::min<std::int64_t>(warps * kWarp, kThreads));
+}
+
+unsigned blocks_for_outputs(std::int64_t outputs) {
+  return static_cast<unsigned>(std::min<std::int64_t>(outputs, kMaxBlocks));
+}
+
+// --- device side ---
+
+// A Kahan-compensated sum in double with a plain sum beside it (see KahanSum in
+// ops/cpu/reduce.cpp): the plain sum is the answer whenever it is not finite.
+struct DeviceKahan {
+  double sum = 0.0;
+  double compensation = 0.0;
+  double plain = 0.0;
+  __device__ void add(double value) {
+    const double y = value - compensation;
+    const double t = sum + y;
+    compensation = (t - sum) - y;
+    sum = t;
+    plain += value;
+  }
+  __device__ double value() const { return isfinite(plain) ? sum - compensation : plain; }
+};
+
+// The sum of `value` over the block, returned to every thread. `shared` holds one partial per
+// warp; the block synchronises on entry so that `shared` may be reused by consecutive calls.
+template <typename A>
+__device__ A block_sum(A value, A* shared) {
+  for (int step = kWarp / 2; step > 0; step /= 2)
+    value += __shfl_down_sync(0xffffffffu, value, step);
+  const int warp = threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  __syncthreads();
+  if (lane == 0) shared[warp] = value;
+  __syncthreads();
+  A total = A(0);
+  for (int w = 0; w < static_cast<int>(blockDim.x / kWarp); ++w) total += shared[w];
+  return total;
+}
+
+// The sum of f(v) over the reduced elements starting at `base`, this thread's share.
+template <typename T, typename F>
+__device__ double thread_sum(const StridedLoop<1>& inner, std::int64_t count, const T* base, F f) {
+  DeviceKahan total;
+  for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    std::int64_t offset[1];
+    offsets_of<1>(inner, j, offset);
+    total.add(f(base[offset[0]]));
+  }
+  return total.value();
+}
+
+// sum, mean or var of floating-point inputs; `divisor` as on the CPU.
+template <typename T>
+__global__ void reduce_floating(const T* x, T* out, const __grid_constant__ StridedLoop<2> outer,
+                                const __grid_constant__ StridedLoop<1> inner, std::int64_t count,
+                                std::int64_t outputs, bool var, double divisor) {
+  __shared__ double shared[kThreads / kWarp];
+  for (std::int64_t i = blockIdx.x; i < outputs; i += gridDim.x) {
+    std::int64_t offsets[2];
+    offsets_of<2>(outer, i, offsets);
+    const T* base = x + offsets[1];
+    double total = block_sum(
+        thread_sum(inner, count, base, [](T v) { return static_cast<double>(v); }), shared);
+    if (var) {
+      const double mean = total / static_cast<double>(count);
+      total = block_sum(thread_sum(inner, count, base,
+                                   [mean](T v) {
+                                     const double deviation = static_cast<double>(v) - mean;
+                                     return deviation * deviation;
+                                   }),
+                        shared);
+    }
+    if (threadIdx.x == 0) out[offsets[0]] = static_cast<T>(total / divisor);
+  }
+}
+
+// sum of int64, int32 or bool inputs into int64, wrapping (in uint64) on overflow.
+template <typename T>
+__global__ void reduce_integer_sum(const T* x, std::int64_t* out,
+                                   const __grid_constant__ StridedLoop<2> outer,
+                                   const __grid_constant__ StridedLoop<1> inner, std::int64_t count,
+                                   std::int64_t outputs) {
+  __shared__ unsigned long long shared[kThreads / kWarp];
+  for (std::int64_t i = blockIdx.x; i < outputs; i += gridDim.x) {
+    std::int64_t offsets[2];
+    offsets_of<2>(outer, i, offsets);
+    unsigned long long total = 0;
+    for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+      std::int64_t offset[1];
+      offsets_of<1>(inner, j, offset);
+      total +=
+          static_cast<unsigned long long>(static_cast<std::int64_t>(x[offsets[1] + offset[0]]));
+    }
+    total = block_sum(total, shared);
+    if (threadIdx.x == 0) out[offsets[0]] = static_cast<std::int64_t>(total);
+  }
+}
+
+// True if (value, index) should replace (best, best_index): a NaN beats every number, a larger
+// value beats a smaller one, and between equal values (or two NaNs) the first position wins.
+template <typename T>
+__device__ bool beats(T value, std::int64_t index, T best, std::int64_t best_index) {
+  const bool value_nan = value != value;
+  const bool best_nan = best != best;
+  if (value_nan || best_nan) return value_nan && (!best_nan || index < best_index);
+  return value > best || (value == best && index < best_index);
+}
+
+// The maximum and its first position for each output; either output pointer may be null.
+template <typename T>
+__global__ void reduce_max_kernel(const T* x, T* values, std::int64_t* indices,
+                                  const __grid_constant__ StridedLoop<2> outer,
+                                  const __grid_constant__ StridedLoop<1> inner, std::int64_t count,
+                                  std::int64_t outputs) {
+  __shared__ T shared_values[kThreads / kWarp];
+  __shared__ std::int64_t shared_indices[kThreads / kWarp];
+  const int warp = threadIdx.x / kWarp;
+  const int lane = threadIdx.x % kWarp;
+  for (std::int64_t i = blockIdx.x; i < outputs; i += gridDim.x) {
+    std::int64_t offsets[2];
+    offsets_of<2>(outer, i, offsets);
+    const T* base = x + offsets[1];
+    // Threads past the row start with (first element, position 0), which any tie or better
+    // value replaces only by the rules of `beats`; infer rejects empty reductions.
+    T best = base[0];
+    std::int64_t best_index = 0;
+    for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+      std::int64_t offset[1];
+      offsets_of<1>(inner, j, offset);
+      const T v = base[offset[0]];
+      if (beats(v, j, best, best_index)) {
+        best = v;
+        best_index = j;
+      }
+    }
+    for (int step = kWarp / 2; step > 0; step /= 2) {
+      const T other = __shfl_down_sync(0xffffffffu, best, step);
+      const std::int64_t other_index = __shfl_down_sync(0xffffffffu, best_index, step);
+      if (beats(other, other_index, best, best_index)) {
+        best = other;
+        best_index = other_index;
+      }
+    }
+    __syncthreads();  // the previous output's readers are done with the shared arrays
+    if (lane == 0) {
+      shared_values[warp] = best;
+      shared_indices[warp] = best_index;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < static_cast<int>(blockDim.x / kWarp); ++w) {
+        if (beats(shared_values[w], shared_indices[w], best, best_index)) {
+          best = shared_values[w];
+          best_index = shared_indices[w];
+        }
+      }
+      if (values != nullptr) values[offsets[0]] = best;
+      if (indices != nullptr) indices[offsets[0]] = best_index;
+    }
+  }
+}
+
+// --- host side ---
+
+cudaStream_t stream_of(const Tensor& out) {
+  return cuda_backend::cuda_stream(current_stream(out.device()));
+}
+
+template <typename T>
+void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops) {
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  const auto* x = static_cast<const T*>(call.input(0).data_ptr());
+  const unsigned blocks = blocks_for_outputs(loops.outputs);
+  const unsigned threads = threads_for(loops.count);
+  if constexpr (std::is_floating_point_v<T>) {
+    const auto count = static_cast<double>(loops.count);
+    const double divisor = call.kind == OpKind::Sum ? 1.0
+                           : call.kind == OpKind::Mean
+                               ? count
+                               : std::max(0.0, count - call.attributes.reals[0]);
+    reduce_floating<T><<<blocks, threads, 0, stream>>>(
+        x, static_cast<T*>(out.data_ptr()), loops.outer, loops.inner, loops.count, loops.outputs,
+        call.kind == OpKind::Var, divisor);
+  } else {  // infer lets only sum through with integer or bool inputs
+    reduce_integer_sum<T>
+        <<<blocks, threads, 0, stream>>>(x, static_cast<std::int64_t*>(out.data_ptr()), loops.outer,
+                                         loops.inner, loops.count, loops.outputs);
+  }
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void launch_max(const OpCall& call, const OpOutputs& outputs, const ReduceLoops& loops) {
+  const bool has_values = call.kind == OpKind::Max;
+  const bool has_indices = call.kind == OpKind::Argmax || outputs.size() == 2;
+  const Tensor& out = outputs[0];
+  cuda_backend::DeviceGuard guard(out.device());
+  cudaStream_t stream = stream_of(out);
+  T* values = has_values ? static_cast<T*>(out.data_ptr()) : nullptr;
+  auto* indices =
+      has_indices ? static_cast<std::int64_t*>(outputs[outputs.size() - 1].data_ptr()) : nullptr;
+  reduce_max_kernel<T><<<blocks_for_outputs(loops.outputs), threads_for(loops.count), 0, stream>>>(
+      static_cast<const T*>(call.input(0).data_ptr()), values, indices, loops.outer, loops.inner,
+      loops.count, loops.outputs);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
+  const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/true);
+  if (loops.outputs == 0) return;
+  switch (call.input(0).dtype()) {
+    case DType::Float32:
+      return launch_sum<float>(call, outputs[0], loops);
+    case DType::Float64:
+      return launch_sum<double>(call, outputs[0], loops);
+    case DType::Int64:
+      return launch_sum<std::int64_t>(call, outputs[0], loops);
+    case DType::Int32:
+      return launch_sum<std::int32_t>(call, outputs[0], loops);
+    case DType::Bool:
+      return launch_sum<bool>(call, outputs[0], loops);
+  }
+}
+
+void reduce_max(const OpCall& call, const OpOutputs& outputs) {
+  const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/false);
+  if (loops.outputs == 0) return;
+  switch (call.input(0).dtype()) {
+    case DType::Float32:
+      return launch_max<float>(call, outputs, loops);
+    case DType::Float64:
+      return launch_max<double>(call, outputs, loops);
+    case DType::Int64:
+      return launch_max<std::int64_t>(call, outputs, loops);
+    case DType::Int32:
+      return launch_max<std::int32_t>(call, outputs, loops);
+    case DType::Bool:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached reduce_max() with dtype bool");
+}
+
+}  // namespace grove::ops::cuda

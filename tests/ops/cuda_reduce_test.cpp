@@ -1,0 +1,238 @@
+// Parity of the CUDA reduction kernels (ops/cuda/reduce.cu) with the CPU kernels
+// (ops/cpu/reduce.cpp), which are the reference: every reduction runs on the same values and the
+// same layout on both devices. Layouts: contiguous, transposed, strided slices, 3-d, 0-d and
+// size-0 tensors, rows longer than a block; dims: every dim, one dim (also negative), several,
+// with and without keepdim. Values include ties and NaN, so max and argmax must agree on the
+// exact position. Every test skips without a CUDA device (CTest label `gpu`).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "tests/ops/op_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::elements;
+using testing::expect_close;
+
+#define SKIP_WITHOUT_GPU() \
+  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
+
+const Device kGpu = cuda(0);
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Random values of `dtype`: floats are multiples of 1/4 in [-3, 3] (ties occur, and sums in
+// double are exact) with a NaN every `nan_every` elements (0: none); integers in [-6, 6); bools
+// half true.
+Tensor random_input(IntArrayRef sizes, DType dtype, unsigned seed, int nan_every = 0) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<int> quarter(-12, 12);
+  std::vector<double> values(static_cast<std::size_t>(product(sizes)));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const int q = quarter(engine);
+    switch (dtype) {
+      case DType::Float32:
+      case DType::Float64:
+        values[i] = nan_every > 0 && i % static_cast<std::size_t>(nan_every) == 5 ? kNaN : q / 4.0;
+        break;
+      case DType::Int64:
+      case DType::Int32:
+        values[i] = q / 2;
+        break;
+      case DType::Bool:
+        values[i] = q % 2 == 0 ? 1.0 : 0.0;
+        break;
+    }
+  }
+  return from_vector(values).reshape(sizes).to(dtype);
+}
+
+// Tolerances: both devices accumulate floating-point sums in double and round once, so float32
+// results differ by at most an ulp or so (1e-5 relative is a few ulps, 1e-6 absolute near zero).
+// float64 sums are added in a different order (threads, then a tree): 1e-12 relative, with an
+// absolute floor for var's near-zero results. Integers, bools and indices must be exact.
+void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
+  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
+  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
+  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
+  const Tensor back = gpu_result.to(kCPU);
+  const std::vector<double> expected = elements(cpu_result);
+  switch (cpu_result.dtype()) {
+    case DType::Float32:
+      return expect_close(back, expected, 1e-5, 1e-6, what);
+    case DType::Float64:
+      return expect_close(back, expected, 1e-12, 1e-14, what);
+    default:
+      return expect_close(back, expected, 0.0, 0.0, what);
+  }
+}
+
+// A layout: a base tensor of `base` sizes, made on each device, and the view taken of it.
+struct Layout {
+  std::string name;
+  DimVector base;
+  std::function<Tensor(const Tensor&)> view;
+};
+
+std::vector<Layout> layouts() {
+  auto same = [](const Tensor& t) { return t; };
+  auto transposed = [](const Tensor& t) { return t.transpose(0, 1); };
+  auto strided = [](const Tensor& t) { return t.slice(1, 1, t.sizes()[1], 2); };
+  auto permuted = [](const Tensor& t) { return t.transpose(0, 2); };
+  return {
+      {"contiguous", {37, 53}, same},
+      {"transposed", {53, 37}, transposed},
+      {"strided", {37, 106}, strided},
+      {"3-d", {5, 7, 9}, same},
+      {"3-d permuted", {9, 7, 5}, permuted},
+      {"long rows", {3, 3001}, same},
+      {"long columns", {3001, 3}, same},
+      {"0-d", {}, same},
+      {"empty", {0, 4}, same},
+  };
+}
+
+// The dim lists to reduce over for a tensor of `ndim` dims (valid ones only).
+std::vector<DimVector> dim_lists(std::int64_t ndim) {
+  if (ndim == 0) return {{}, {0}, {-1}};
+  std::vector<DimVector> lists = {{}, {0}, {-1}};
+  if (ndim >= 2) lists.push_back({0, -1});
+  if (ndim >= 3) lists.push_back({1});
+  if (ndim >= 3) lists.push_back({2, 0});
+  return lists;
+}
+
+std::string label(const std::string& op, DType dtype, const std::string& layout,
+                  const DimVector& dims, bool keepdim) {
+  std::string text = op + " " + std::string(dtype_name(dtype)) + " " + layout + " dims {";
+  for (const std::int64_t d : dims) text += std::to_string(d) + ",";
+  return text + "}" + (keepdim ? " keepdim" : "");
+}
+
+TEST(CudaReduceTest, SumMeanVarMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int64, DType::Int32,
+                                     DType::Bool};
+  unsigned seed = 1;
+  for (const Layout& layout : layouts()) {
+    for (DType dtype : dtypes) {
+      const Tensor base = random_input(layout.base, dtype, seed++);
+      const Tensor x = layout.view(base);
+      const Tensor y = layout.view(base.to(kGpu));
+      for (const DimVector& dims : dim_lists(x.dim())) {
+        for (bool keepdim : {false, true}) {
+          expect_parity(sum(x, dims, keepdim), sum(y, dims, keepdim),
+                        label("sum", dtype, layout.name, dims, keepdim));
+          if (!is_floating_point(dtype)) continue;
+          expect_parity(mean(x, dims, keepdim), mean(y, dims, keepdim),
+                        label("mean", dtype, layout.name, dims, keepdim));
+          for (bool unbiased : {true, false}) {
+            expect_parity(
+                var(x, dims, unbiased, keepdim), var(y, dims, unbiased, keepdim),
+                label(unbiased ? "var" : "var (population)", dtype, layout.name, dims, keepdim));
+          }
+        }
+      }
+      expect_parity(sum(x), sum(y), label("sum (full)", dtype, layout.name, {}, false));
+      if (is_floating_point(dtype)) {
+        expect_parity(mean(x), mean(y), label("mean (full)", dtype, layout.name, {}, false));
+        expect_parity(var(x), var(y), label("var (full)", dtype, layout.name, {}, false));
+      }
+    }
+  }
+}
+
+// Sums of values that do not add exactly: within 1e-5 (float32: a few ulps of the inputs'
+// magnitude) or 1e-13 (float64) of the sum of |x|, which bounds the rounding of any order.
+TEST(CudaReduceTest, InexactSumsAreCloseRelativeToTheSumOfMagnitudes) {
+  SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor x = testing::random_tensor({64, 4099}, dtype, -1.0, 3.0, 7);
+    const Tensor y = x.to(kGpu);
+    const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
+    for (const DimVector& dims : std::vector<DimVector>{{}, {0}, {1}}) {
+      const std::vector<double> expected = elements(sum(x, dims));
+      const std::vector<double> got = elements(sum(y, dims).to(kCPU));
+      const std::vector<double> magnitude = elements(sum(abs(x), dims));
+      ASSERT_EQ(got.size(), expected.size());
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_LE(std::abs(got[i] - expected[i]), tolerance * magnitude[i])
+            << dtype_name(dtype) << " element " << i;
+      }
+      expect_parity(var(x, dims), var(y, dims), label("var", dtype, "random", dims, false));
+    }
+  }
+}
+
+TEST(CudaReduceTest, MaxAndArgmaxMatchTheCpuIncludingTiesAndNaN) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int64, DType::Int32};
+  unsigned seed = 100;
+  for (const Layout& layout : layouts()) {
+    for (DType dtype : dtypes) {
+      for (int nan_every : {0, 23, 2}) {
+        if (nan_every > 0 && !is_floating_point(dtype)) continue;
+        const Tensor base = random_input(layout.base, dtype, seed++, nan_every);
+        const Tensor x = layout.view(base);
+        const Tensor y = layout.view(base.to(kGpu));
+        const std::string what = layout.name + " nan_every " + std::to_string(nan_every);
+        for (std::int64_t dim = -std::max<std::int64_t>(x.dim(), 1);
+             dim < std::max<std::int64_t>(x.dim(), 1); ++dim) {
+          if (x.dim() > 0 &&
+              x.sizes()[static_cast<std::size_t>(dim < 0 ? dim + x.dim() : dim)] == 0)
+            continue;  // the maximum of no elements is an error on both devices
+          for (bool keepdim : {false, true}) {
+            const MaxResult expected = max(x, dim, keepdim);
+            const MaxResult got = max(y, dim, keepdim);
+            expect_parity(expected.values, got.values, label("max", dtype, what, {dim}, keepdim));
+            expect_parity(expected.indices, got.indices,
+                          label("max indices", dtype, what, {dim}, keepdim));
+            expect_parity(argmax(x, dim, keepdim), argmax(y, dim, keepdim),
+                          label("argmax", dtype, what, {dim}, keepdim));
+          }
+        }
+        if (x.numel() == 0) continue;
+        expect_parity(max(x), max(y), label("max (full)", dtype, what, {}, false));
+        expect_parity(argmax(x), argmax(y), label("argmax (full)", dtype, what, {}, false));
+      }
+    }
+  }
+}
+
+// Ties across threads and warps: every element equal but a later run of maxima, so the first
+// position must win even when it sits in another warp than most of its equals.
+TEST(CudaReduceTest, ArgmaxReturnsTheFirstPositionOnTies) {
+  SKIP_WITHOUT_GPU();
+  std::vector<double> values(5000, 1.0);
+  for (std::size_t i = 700; i < 5000; i += 3) values[i] = 2.0;
+  const Tensor x = from_vector(values);
+  EXPECT_EQ(argmax(x.to(kGpu)).to(kCPU).item<std::int64_t>(), 700);
+  values[4321] = kNaN;
+  values[4999] = kNaN;
+  EXPECT_EQ(argmax(from_vector(values).to(kGpu)).to(kCPU).item<std::int64_t>(), 4321);
+}
+
+TEST(CudaReduceTest, EmptyReductionsFollowTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Tensor x = zeros({0, 4});
+  const Tensor y = x.to(kGpu);
+  EXPECT_THROW(max(y), Error);
+  EXPECT_THROW(argmax(y, 0), Error);
+  expect_parity(sum(x, {0}), sum(y, {0}), "sum over 0 elements is 0");
+  expect_parity(mean(x, {0}), mean(y, {0}), "mean over 0 elements is NaN");
+  expect_parity(var(x, {0}), var(y, {0}), "var over 0 elements is NaN");
+}
+
+}  // namespace
+}  // namespace grove::ops
