@@ -18,6 +18,7 @@
 #include "ops/softmax.h"
 
 #include "ops/cpu/softmax.h"
+#include "ops/cuda/softmax.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -90,8 +91,11 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
 
 #define GROVE_ENTRY(kind, infer, kernel) \
   constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
-GROVE_ENTRY(Softmax, infer_softmax, softmax)          // ints[0]: dim
-GROVE_ENTRY(LogSoftmax, infer_softmax, softmax)       // ints[0]: dim
+// ints[0]: dim. The losses and their gradients have no CUDA kernel yet.
+constexpr OpEntry kSoftmax{OpKind::Softmax, infer_softmax, cpu::softmax,
+                           GROVE_CUDA_KERNEL(softmax)};
+constexpr OpEntry kLogSoftmax{OpKind::LogSoftmax, infer_softmax, cpu::softmax,
+                              GROVE_CUDA_KERNEL(softmax)};
 GROVE_ENTRY(CrossEntropy, infer_loss, cross_entropy)  // ints[0]: ignore_index; outputs loss, lse
 GROVE_ENTRY(NllLoss, infer_loss, nll_loss)            // ints[0]: ignore_index
 // Inputs: grad, logits, targets, lse. ints[0]: ignore_index.

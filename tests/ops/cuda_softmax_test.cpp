@@ -1,0 +1,100 @@
+// Parity of the CUDA softmax and log_softmax kernel (ops/cuda/softmax.cu) with the CPU kernel
+// (ops/cpu/softmax.cpp), the reference: the same values and layouts on both devices, along
+// every dim (also negative), for contiguous, transposed and strided inputs, rows longer than a
+// block, 0-d and size-0 tensors, and rows holding NaN. Every test skips without a CUDA device
+// (CTest label `gpu`).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "ops/softmax.h"
+#include "tests/ops/op_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::elements;
+using testing::expect_close;
+
+#define SKIP_WITHOUT_GPU() \
+  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
+
+const Device kGpu = cuda(0);
+
+// Tolerances: the GPU computes in double and rounds once; the CPU's dense float32 path uses a
+// float exp accurate to a few ulps and float partial sums, so float32 agrees to a few ulps
+// (1e-5 relative, 1e-7 absolute for probabilities near zero). log_softmax's x - lse cancels
+// near zero: the CPU's float lse is off by a few float32 ulps of |lse| (<= about 10 here), so
+// its absolute floor is 2e-6. float64: both compute in double with sums in different orders and
+// different exp implementations (1e-12).
+void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what,
+                   double float32_atol = 1e-7) {
+  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
+  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
+  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
+  const bool f32 = cpu_result.dtype() == DType::Float32;
+  expect_close(gpu_result.to(kCPU), elements(cpu_result), f32 ? 1e-5 : 1e-12,
+               f32 ? float32_atol : 1e-15, what);
+}
+
+struct Layout {
+  std::string name;
+  DimVector base;
+  std::function<Tensor(const Tensor&)> view;
+};
+
+std::vector<Layout> layouts() {
+  auto same = [](const Tensor& t) { return t; };
+  auto transposed = [](const Tensor& t) { return t.transpose(0, 1); };
+  auto strided = [](const Tensor& t) { return t.slice(1, 1, t.sizes()[1], 2); };
+  return {
+      {"contiguous", {37, 53}, same},
+      {"transposed", {53, 37}, transposed},
+      {"strided", {37, 106}, strided},
+      {"3-d", {5, 7, 9}, same},
+      {"long rows", {3, 3001}, same},
+      {"long columns", {3001, 3}, same},
+      {"0-d", {}, same},
+      {"empty", {0, 4}, same},
+  };
+}
+
+TEST(CudaSoftmaxTest, SoftmaxAndLogSoftmaxMatchTheCpuAlongEveryDim) {
+  SKIP_WITHOUT_GPU();
+  unsigned seed = 1;
+  for (const Layout& layout : layouts()) {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      const Tensor base = testing::random_tensor(layout.base, dtype, -8.0, 8.0, seed++);
+      const Tensor x = layout.view(base);
+      const Tensor y = layout.view(base.to(kGpu));
+      const std::int64_t ndim = std::max<std::int64_t>(x.dim(), 1);
+      for (std::int64_t dim = -ndim; dim < ndim; ++dim) {
+        const std::string what =
+            layout.name + " " + std::string(dtype_name(dtype)) + " dim " + std::to_string(dim);
+        expect_parity(softmax(x, dim), softmax(y, dim), "softmax " + what);
+        expect_parity(log_softmax(x, dim), log_softmax(y, dim), "log_softmax " + what, 2e-6);
+      }
+    }
+  }
+}
+
+// A NaN anywhere in a row makes the whole row NaN on both devices; other rows are unaffected.
+TEST(CudaSoftmaxTest, NaNPropagatesThroughItsRowOnly) {
+  SKIP_WITHOUT_GPU();
+  std::vector<double> values = testing::elements(testing::random_tensor({4, 300}, DType::Float64));
+  values[1 * 300 + 250] = std::numeric_limits<double>::quiet_NaN();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor x = from_vector(values).reshape({4, 300}).to(dtype);
+    expect_parity(softmax(x, 1), softmax(x.to(kGpu), 1), "softmax");
+    expect_parity(log_softmax(x, -1), log_softmax(x.to(kGpu), -1), "log_softmax", 2e-6);
+    expect_parity(softmax(x, 0), softmax(x.to(kGpu), 0), "softmax over dim 0");
+  }
+}
+
+}  // namespace
+}  // namespace grove::ops
