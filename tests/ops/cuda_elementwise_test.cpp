@@ -20,72 +20,29 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
-#include "tests/ops/op_test_util.h"
+#include "tests/ops/cuda_test_util.h"
 
 namespace grove::ops {
 namespace {
 
 using testing::elements;
 using testing::expect_close;
-
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
-
-const Device kGpu = cuda(0);
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Random values of `dtype`: floats are multiples of 1/4 in [-3, 3] (so ties and exact zeros
-// occur, for maximum, comparisons and division) with a NaN every 23 elements; integers in
-// [-6, 6); bools half true.
-Tensor random_input(IntArrayRef sizes, DType dtype, unsigned seed) {
-  std::mt19937 engine(seed);
-  std::uniform_int_distribution<int> quarter(-12, 12);
-  std::vector<double> values(static_cast<std::size_t>(product(sizes)));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const int q = quarter(engine);
-    switch (dtype) {
-      case DType::Float32:
-      case DType::Float64:
-        values[i] = i % 23 == 5 ? kNaN : q / 4.0;
-        break;
-      case DType::Int64:
-      case DType::Int32:
-        values[i] = q / 2;
-        break;
-      case DType::Bool:
-        values[i] = q % 2 == 0 ? 1.0 : 0.0;
-        break;
-    }
-  }
-  return from_vector(values).reshape(sizes).to(dtype);
-}
+using testing::kGpu;
+using testing::kNaN;
+using testing::Layout;
 
 // Tolerances: both devices compute each element with one formula, but CUDA's expf, tanhf, erff,
 // powf differ from glibc's by an ulp or two (and nvcc may fuse a multiply-add): 1e-5 relative
 // is a few float32 ulps, with 1e-6 absolute near zero. float64 library functions differ by at
 // most a few float64 ulps: 1e-13. Integer and bool results must be exact.
 void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
-  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
-  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
-  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
-  const Tensor back = gpu_result.to(kCPU);
-  const std::vector<double> expected = elements(cpu_result);
-  switch (cpu_result.dtype()) {
-    case DType::Float32:
-      return expect_close(back, expected, 1e-5, 1e-6, what);
-    case DType::Float64:
-      return expect_close(back, expected, 1e-13, 1e-15, what);
-    default:
-      return expect_close(back, expected, 0.0, 0.0, what);
-  }
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-5, 1e-6, 1e-13, 1e-15});
 }
 
-// A layout: a base tensor of `base` sizes, made on each device, and the view taken of it.
-struct Layout {
-  std::string name;
-  DimVector base;
-  std::function<Tensor(const Tensor&)> view;
-};
+// Floats with a NaN every 23 elements (see random_quarters).
+Tensor random_input(IntArrayRef sizes, DType dtype, unsigned seed) {
+  return testing::random_quarters(sizes, dtype, seed, 23);
+}
 
 Tensor same(const Tensor& t) {
   return t;

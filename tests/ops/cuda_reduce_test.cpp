@@ -18,72 +18,28 @@
 #include "core/tensor.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
-#include "tests/ops/op_test_util.h"
+#include "tests/ops/cuda_test_util.h"
 
 namespace grove::ops {
 namespace {
 
 using testing::elements;
 using testing::expect_close;
-
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
-
-const Device kGpu = cuda(0);
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// Random values of `dtype`: floats are multiples of 1/4 in [-3, 3] (ties occur, and sums in
-// double are exact) with a NaN every `nan_every` elements (0: none); integers in [-6, 6); bools
-// half true.
-Tensor random_input(IntArrayRef sizes, DType dtype, unsigned seed, int nan_every = 0) {
-  std::mt19937 engine(seed);
-  std::uniform_int_distribution<int> quarter(-12, 12);
-  std::vector<double> values(static_cast<std::size_t>(product(sizes)));
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const int q = quarter(engine);
-    switch (dtype) {
-      case DType::Float32:
-      case DType::Float64:
-        values[i] = nan_every > 0 && i % static_cast<std::size_t>(nan_every) == 5 ? kNaN : q / 4.0;
-        break;
-      case DType::Int64:
-      case DType::Int32:
-        values[i] = q / 2;
-        break;
-      case DType::Bool:
-        values[i] = q % 2 == 0 ? 1.0 : 0.0;
-        break;
-    }
-  }
-  return from_vector(values).reshape(sizes).to(dtype);
-}
+using testing::kGpu;
+using testing::kNaN;
+using testing::Layout;
 
 // Tolerances: both devices accumulate floating-point sums in double and round once, so float32
 // results differ by at most an ulp or so (1e-5 relative is a few ulps, 1e-6 absolute near zero).
 // float64 sums are added in a different order (threads, then a tree): 1e-12 relative, with an
 // absolute floor for var's near-zero results. Integers, bools and indices must be exact.
 void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
-  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
-  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
-  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
-  const Tensor back = gpu_result.to(kCPU);
-  const std::vector<double> expected = elements(cpu_result);
-  switch (cpu_result.dtype()) {
-    case DType::Float32:
-      return expect_close(back, expected, 1e-5, 1e-6, what);
-    case DType::Float64:
-      return expect_close(back, expected, 1e-12, 1e-14, what);
-    default:
-      return expect_close(back, expected, 0.0, 0.0, what);
-  }
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-5, 1e-6, 1e-12, 1e-14});
 }
 
-// A layout: a base tensor of `base` sizes, made on each device, and the view taken of it.
-struct Layout {
-  std::string name;
-  DimVector base;
-  std::function<Tensor(const Tensor&)> view;
-};
+Tensor random_input(IntArrayRef sizes, DType dtype, unsigned seed, int nan_every = 0) {
+  return testing::random_quarters(sizes, dtype, seed, nan_every);
+}
 
 std::vector<Layout> layouts() {
   auto same = [](const Tensor& t) { return t; };

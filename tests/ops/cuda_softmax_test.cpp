@@ -13,18 +13,13 @@
 #include "core/device.h"
 #include "core/tensor.h"
 #include "ops/softmax.h"
-#include "tests/ops/op_test_util.h"
+#include "tests/ops/cuda_test_util.h"
 
 namespace grove::ops {
 namespace {
 
-using testing::elements;
-using testing::expect_close;
-
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
-
-const Device kGpu = cuda(0);
+using testing::kGpu;
+using testing::Layout;
 
 // Tolerances: the GPU computes in double and rounds once; the CPU's dense float32 path uses a
 // float exp accurate to a few ulps and float partial sums, so float32 agrees to a few ulps
@@ -34,19 +29,8 @@ const Device kGpu = cuda(0);
 // different exp implementations (1e-12).
 void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what,
                    double float32_atol = 1e-7) {
-  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
-  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
-  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
-  const bool f32 = cpu_result.dtype() == DType::Float32;
-  expect_close(gpu_result.to(kCPU), elements(cpu_result), f32 ? 1e-5 : 1e-12,
-               f32 ? float32_atol : 1e-15, what);
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-5, float32_atol, 1e-12, 1e-15});
 }
-
-struct Layout {
-  std::string name;
-  DimVector base;
-  std::function<Tensor(const Tensor&)> view;
-};
 
 std::vector<Layout> layouts() {
   auto same = [](const Tensor& t) { return t; };

@@ -1,0 +1,86 @@
+// Helpers shared by the CUDA parity tests (tests/ops/cuda_*_test.cpp): the skip without a device,
+// inputs with ties and NaNs, the CPU-versus-GPU comparison, and the layouts they loop over.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/tensor.h"
+#include "tests/ops/op_test_util.h"
+
+// Every GPU test starts with this: without a device the test is skipped, not failed.
+#define SKIP_WITHOUT_GPU() \
+  if (!::grove::cuda_is_available()) GTEST_SKIP() << "no CUDA device"
+
+namespace grove::ops::testing {
+
+inline const Device kGpu = cuda(0);
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Random values of `dtype`: floats are multiples of 1/4 in [-3, 3] (ties and exact zeros occur,
+// and sums in double are exact) with a NaN at every element i where i % nan_every == 5 %
+// nan_every (nan_every 0: none); integers in [-6, 6); bools half true.
+inline Tensor random_quarters(IntArrayRef sizes, DType dtype, unsigned seed, int nan_every = 0) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<int> quarter(-12, 12);
+  std::vector<double> values(static_cast<std::size_t>(product(sizes)));
+  const auto period = static_cast<std::size_t>(nan_every);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const int q = quarter(engine);
+    switch (dtype) {
+      case DType::Float32:
+      case DType::Float64:
+        values[i] = period > 0 && i % period == 5 % period ? kNaN : q / 4.0;
+        break;
+      case DType::Int64:
+      case DType::Int32:
+        values[i] = q / 2;
+        break;
+      case DType::Bool:
+        values[i] = q % 2 == 0 ? 1.0 : 0.0;
+        break;
+    }
+  }
+  return from_vector(values).reshape(sizes).to(dtype);
+}
+
+// Relative and absolute tolerances per floating dtype; integer and bool results must be exact.
+struct ParityTolerances {
+  double float32_rtol, float32_atol;
+  double float64_rtol, float64_atol;
+};
+
+// gpu_result (on the GPU) must equal cpu_result (the CPU kernel's) in dtype and shape, and in
+// value within `tolerances`.
+inline void expect_device_parity(const Tensor& cpu_result, const Tensor& gpu_result,
+                                 const std::string& what, const ParityTolerances& tolerances) {
+  ASSERT_TRUE(gpu_result.device().is_cuda()) << what;
+  ASSERT_EQ(gpu_result.dtype(), cpu_result.dtype()) << what;
+  ASSERT_EQ(gpu_result.sizes(), cpu_result.sizes()) << what;
+  const Tensor back = gpu_result.to(kCPU);
+  const std::vector<double> expected = elements(cpu_result);
+  switch (cpu_result.dtype()) {
+    case DType::Float32:
+      return expect_close(back, expected, tolerances.float32_rtol, tolerances.float32_atol, what);
+    case DType::Float64:
+      return expect_close(back, expected, tolerances.float64_rtol, tolerances.float64_atol, what);
+    default:
+      return expect_close(back, expected, 0.0, 0.0, what);
+  }
+}
+
+// A layout: a base tensor of `base` sizes, made on each device, and the view taken of it.
+struct Layout {
+  std::string name;
+  DimVector base;
+  std::function<Tensor(const Tensor&)> view;
+};
+
+}  // namespace grove::ops::testing
