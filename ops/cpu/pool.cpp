@@ -61,6 +61,19 @@ PoolPlan<T> make_plan(const OpCall& call, const OpOutputs& outputs) {
   return plan;
 }
 
+// One axis of a pooling window: output position `out` covers input positions [begin, end)
+// (clipped to the input) and `padded` positions of the padded input (what count_include_pad
+// divides by).
+struct WindowSpan {
+  std::int64_t begin, end, padded;
+};
+WindowSpan window_span(std::int64_t out, std::int64_t stride, std::int64_t padding,
+                       std::int64_t kernel, std::int64_t extent) {
+  const std::int64_t start = out * stride - padding;
+  return {std::max<std::int64_t>(start, 0), std::min(start + kernel, extent),
+          std::min(start + kernel, extent + padding) - start};
+}
+
 // Calls body(plane_input, plane_index) for every plane, on several threads when it pays.
 template <typename T, typename Body>
 void for_each_plane(const PoolPlan<T>& plan, Body body) {
@@ -79,17 +92,15 @@ void run_max_pool(const PoolPlan<T>& plan) {
     T* values = plan.output + p * plan.out_h * plan.out_w;
     std::int64_t* indices = plan.indices + p * plan.out_h * plan.out_w;
     for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
-      const std::int64_t y_begin = std::max<std::int64_t>(oy * plan.stride_h - plan.padding_h, 0);
-      const std::int64_t y_end =
-          std::min(oy * plan.stride_h - plan.padding_h + plan.kernel_h, plan.height);
+      const WindowSpan rows =
+          window_span(oy, plan.stride_h, plan.padding_h, plan.kernel_h, plan.height);
       for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
-        const std::int64_t x_begin = std::max<std::int64_t>(ox * plan.stride_w - plan.padding_w, 0);
-        const std::int64_t x_end =
-            std::min(ox * plan.stride_w - plan.padding_w + plan.kernel_w, plan.width);
+        const WindowSpan columns =
+            window_span(ox, plan.stride_w, plan.padding_w, plan.kernel_w, plan.width);
         T best = -std::numeric_limits<T>::infinity();
-        std::int64_t best_index = y_begin * plan.width + x_begin;
-        for (std::int64_t y = y_begin; y < y_end; ++y) {
-          for (std::int64_t x = x_begin; x < x_end; ++x) {
+        std::int64_t best_index = rows.begin * plan.width + columns.begin;
+        for (std::int64_t y = rows.begin; y < rows.end; ++y) {
+          for (std::int64_t x = columns.begin; x < columns.end; ++x) {
             const T value = input[y * plan.row_stride + x * plan.column_stride];
             if (value > best || std::isnan(value)) {  // strict: the first maximum wins
               best = value;
@@ -109,26 +120,20 @@ void run_avg_pool(const PoolPlan<T>& plan) {
   for_each_plane(plan, [&](const T* input, std::int64_t p) {
     T* values = plan.output + p * plan.out_h * plan.out_w;
     for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
-      const std::int64_t y_start = oy * plan.stride_h - plan.padding_h;
       // count_include_pad: the window clipped to the padded input (always kH x kW here).
-      const std::int64_t window_h =
-          std::min(y_start + plan.kernel_h, plan.height + plan.padding_h) - y_start;
-      const std::int64_t y_begin = std::max<std::int64_t>(y_start, 0);
-      const std::int64_t y_end = std::min(y_start + plan.kernel_h, plan.height);
+      const WindowSpan rows =
+          window_span(oy, plan.stride_h, plan.padding_h, plan.kernel_h, plan.height);
       for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
-        const std::int64_t x_start = ox * plan.stride_w - plan.padding_w;
-        const std::int64_t window_w =
-            std::min(x_start + plan.kernel_w, plan.width + plan.padding_w) - x_start;
-        const std::int64_t x_begin = std::max<std::int64_t>(x_start, 0);
-        const std::int64_t x_end = std::min(x_start + plan.kernel_w, plan.width);
+        const WindowSpan columns =
+            window_span(ox, plan.stride_w, plan.padding_w, plan.kernel_w, plan.width);
         double sum = 0.0;  // accumulate in double, as PyTorch's acc_type on the CPU
-        for (std::int64_t y = y_begin; y < y_end; ++y) {
-          for (std::int64_t x = x_begin; x < x_end; ++x) {
+        for (std::int64_t y = rows.begin; y < rows.end; ++y) {
+          for (std::int64_t x = columns.begin; x < columns.end; ++x) {
             sum += static_cast<double>(input[y * plan.row_stride + x * plan.column_stride]);
           }
         }
         values[oy * plan.out_w + ox] =
-            static_cast<T>(sum / static_cast<double>(window_h * window_w));
+            static_cast<T>(sum / static_cast<double>(rows.padded * columns.padded));
       }
     }
   });
@@ -208,21 +213,16 @@ void run_avg_pool_backward(const PoolBackwardPlan<T>& plan) {
     const T* grad = plan.grad + p * pooled;
     std::fill(grad_input, grad_input + plane_size, T(0));
     for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
-      const std::int64_t y_start = oy * plan.stride_h - plan.padding_h;
-      const std::int64_t window_h =
-          std::min(y_start + plan.kernel_h, plan.height + plan.padding_h) - y_start;
-      const std::int64_t y_begin = std::max<std::int64_t>(y_start, 0);
-      const std::int64_t y_end = std::min(y_start + plan.kernel_h, plan.height);
+      const WindowSpan rows =
+          window_span(oy, plan.stride_h, plan.padding_h, plan.kernel_h, plan.height);
       for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
-        const std::int64_t x_start = ox * plan.stride_w - plan.padding_w;
-        const std::int64_t window_w =
-            std::min(x_start + plan.kernel_w, plan.width + plan.padding_w) - x_start;
-        const std::int64_t x_begin = std::max<std::int64_t>(x_start, 0);
-        const std::int64_t x_end = std::min(x_start + plan.kernel_w, plan.width);
+        const WindowSpan columns =
+            window_span(ox, plan.stride_w, plan.padding_w, plan.kernel_w, plan.width);
         const T share = static_cast<T>(static_cast<double>(grad[oy * plan.out_w + ox]) /
-                                       static_cast<double>(window_h * window_w));
-        for (std::int64_t y = y_begin; y < y_end; ++y) {
-          for (std::int64_t x = x_begin; x < x_end; ++x) grad_input[y * plan.width + x] += share;
+                                       static_cast<double>(rows.padded * columns.padded));
+        for (std::int64_t y = rows.begin; y < rows.end; ++y) {
+          for (std::int64_t x = columns.begin; x < columns.end; ++x)
+            grad_input[y * plan.width + x] += share;
         }
       }
     }
