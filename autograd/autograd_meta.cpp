@@ -1,6 +1,8 @@
 // AutogradMeta helpers: history, gradient edges and leaf accumulators.
 #include "autograd/autograd_meta.h"
 
+#include <sstream>
+
 #include "autograd/accumulate_grad.h"
 #include "core/error.h"
 
@@ -35,6 +37,12 @@ NodePtr grad_accumulator(const Tensor& leaf) {
   NodePtr made = IntrusivePtr<AccumulateGrad>::make(leaf);
   meta.grad_accumulator = WeakIntrusivePtr<Node>(made);
   return made;
+}
+
+std::string describe(const Tensor& tensor) {
+  std::ostringstream out;
+  out << tensor.dtype() << tensor.sizes();
+  return out.str();
 }
 
 void check_view_is_current(const Tensor& tensor, std::string_view op) {

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +55,9 @@ NodePtr grad_accumulator(const Tensor& leaf);
 // Throws if `tensor` is a view whose base changed in place after the view was made (its
 // history no longer matches its values); `op` names the caller. See recorder.cpp.
 void check_view_is_current(const Tensor& tensor, std::string_view op);
+
+// "float32[2, 3]": a tensor's dtype and shape, for messages.
+std::string describe(const Tensor& tensor);
 
 // The hook retain_grad() puts on a node: accumulates the gradient into the tensor's grad().
 GradHook retain_grad_hook(const Tensor& tensor);

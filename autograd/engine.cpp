@@ -39,12 +39,6 @@ void accumulate(Tensor& slot, Tensor&& grad) {
   }
 }
 
-std::string describe(const Tensor& tensor) {
-  std::ostringstream out;
-  out << tensor.dtype() << tensor.sizes();
-  return out.str();
-}
-
 class GraphTask {
  public:
   GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,

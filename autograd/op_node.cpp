@@ -35,13 +35,13 @@ std::string OpNode::name() const {
 
 void OpNode::save_input(std::size_t i, const Tensor& tensor) {
   if (saved_inputs_.size() <= i) saved_inputs_.resize(inputs_.size());
-  saved_inputs_[i] = SavedTensor(tensor, /*is_output=*/false);
+  saved_inputs_[i] = SavedTensor(tensor);
   saves_anything_ = true;
 }
 
 void OpNode::save_output(std::size_t i, const Tensor& tensor) {
   if (saved_outputs_.size() <= i) saved_outputs_.resize(i + 1);
-  saved_outputs_[i] = SavedTensor(tensor, /*is_output=*/true);
+  saved_outputs_[i] = SavedTensor(tensor);
   saves_anything_ = true;
 }
 

@@ -53,12 +53,6 @@ bool any_requires_grad(std::span<const Tensor> inputs) {
   return false;
 }
 
-std::string describe(const Tensor& tensor) {
-  std::ostringstream out;
-  out << tensor.dtype() << tensor.sizes();
-  return out.str();
-}
-
 // Inputs of an in-place op as they were before the write, where the write would change what
 // the rule saves (see the Note). Indexed by input; undefined entries are saved as they are.
 thread_local std::vector<Tensor> old_inputs;

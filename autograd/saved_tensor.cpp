@@ -6,7 +6,7 @@
 namespace grove::autograd {
 
 // Saved tensors are always detached: see Note [Nodes own nodes only through edges].
-SavedTensor::SavedTensor(const Tensor& tensor, bool /*is_output*/)
+SavedTensor::SavedTensor(const Tensor& tensor)
     : tensor_(tensor.detach()), saved_version_(tensor.version()) {}
 
 Tensor SavedTensor::unpack(std::string_view op, std::string_view what) const {

@@ -19,7 +19,7 @@ namespace grove::autograd {
 class SavedTensor {
  public:
   SavedTensor() = default;
-  SavedTensor(const Tensor& tensor, bool is_output);
+  explicit SavedTensor(const Tensor& tensor);
 
   bool defined() const { return tensor_.defined(); }
   // The saved tensor; throws if it was modified in place since it was saved. `op` and `what`
