@@ -1,0 +1,119 @@
+// Eager dispatch + launch overhead on a CUDA device, next to a bare <<<>>> launch of an empty-ish
+// kernel in the same process (the floor: eager mode cannot go below one launch per kernel).
+//
+// Goal (issue 6): a tiny op costs at most 1.2x the bare launch. Anchors on an H200
+// (../shared/anchors/README.md): bare launch 3.7 us of host time in a steady loop; PyTorch's
+// add of two 1-element tensors from Python 6.2 us.
+//
+// Two ways of timing, both host wall-clock per launch (no GPU timing: the kernels are tiny):
+// - Burst: 100 calls, then a synchronise that is not counted. Pure host cost per call, while the
+//   launch queue is far from full.
+// - Steady: calls back to back without synchronising, as the anchor measures. Once the launch
+//   queue is full the host waits for the GPU, so this is max(host cost, GPU time per kernel).
+// Run: ./build/bench/cuda_dispatch_bench --benchmark_repetitions=5
+// --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+
+#include "bench/cuda_bench_kernels.h"
+#include "core/cuda/cuda_device.h"
+#include "core/stream.h"
+#include "ops/elementwise.h"
+#include "ops/inplace.h"
+
+namespace {
+
+using grove::Tensor;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kBurst = 100;
+
+bool skip_without_gpu(benchmark::State& state) {
+  if (grove::cuda_is_available()) return false;
+  state.SkipWithError("no CUDA device");
+  return true;
+}
+
+void synchronize_gpu() { grove::synchronize(grove::current_stream(grove::cuda(0))); }
+
+// Times `call` in bursts of kBurst, excluding the synchronise after each burst.
+template <typename Call>
+void time_bursts(benchmark::State& state, Call call) {
+  for (int i = 0; i < 1000; ++i) call();  // warm caches (allocator, launch paths)
+  synchronize_gpu();
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kBurst; ++i) call();
+    const auto stop = Clock::now();
+    synchronize_gpu();
+    state.SetIterationTime(std::chrono::duration<double>(stop - start).count() / kBurst);
+  }
+}
+
+// Times `call` back to back; the synchronise happens once, after the loop.
+template <typename Call>
+void time_steady(benchmark::State& state, Call call) {
+  for (int i = 0; i < 1000; ++i) call();
+  synchronize_gpu();
+  for (auto _ : state) call();
+  synchronize_gpu();
+}
+
+struct Operands {
+  Tensor a = grove::full({1}, 1.5f).to(grove::cuda(0));
+  Tensor b = grove::full({1}, 2.5f).to(grove::cuda(0));
+};
+
+void bare_launch(const Tensor& data) {
+  grove::bench::launch_tiny_kernel(
+      data.data<float>(),
+      grove::cuda_backend::cuda_stream(grove::current_stream(grove::cuda(0))));
+}
+
+void BM_BareLaunchBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { bare_launch(x.a); });
+}
+BENCHMARK(BM_BareLaunchBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_AddBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { benchmark::DoNotOptimize((x.a + x.b).impl()); });
+}
+BENCHMARK(BM_AddBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_AddInplaceBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { grove::ops::add_(x.a, x.b); });
+}
+BENCHMARK(BM_AddInplaceBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_ReluBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { benchmark::DoNotOptimize(grove::ops::relu(x.a).impl()); });
+}
+BENCHMARK(BM_ReluBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_BareLaunchSteady(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_steady(state, [&] { bare_launch(x.a); });
+}
+BENCHMARK(BM_BareLaunchSteady)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_AddSteady(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_steady(state, [&] { benchmark::DoNotOptimize((x.a + x.b).impl()); });
+}
+BENCHMARK(BM_AddSteady)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

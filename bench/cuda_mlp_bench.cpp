@@ -1,0 +1,120 @@
+// The eager MLP training step on a CUDA device, written with ops directly: 784-256-256-10 with
+// ReLU, batch 128, cross entropy, backward, SGD with momentum 0.9 as in-place ops (the same step
+// as autograd_bench's BM_MlpTrainStep on the CPU).
+//
+// Goal (issue 6): at most 300 us median on an H200, where PyTorch eager takes 956 us and the
+// whole step captured by hand into one CUDA graph 122 us (../shared/anchors/README.md).
+// Timing follows the anchor's pytorch_gpu_bench.py: 50 steps back to back, one synchronise,
+// time per step; the median over repetitions is the figure to quote.
+// BM_MlpTrainStepCaptured replays the same step captured into one DeviceGraph: its time is the
+// GPU-side floor of grove's kernels for this step, with no dispatch at all.
+// Run: ./build/bench/cuda_mlp_bench --benchmark_repetitions=7 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "core/device_graph.h"
+#include "core/stream.h"
+#include "ops/elementwise.h"
+#include "ops/inplace.h"
+#include "ops/linalg.h"
+#include "ops/random.h"
+#include "ops/softmax.h"
+
+namespace {
+
+using namespace grove;
+using namespace grove::ops;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kStepsPerTiming = 50;
+
+struct MlpStep {
+  Device device = cuda(0);
+  std::vector<Tensor> parameters;
+  std::vector<Tensor> velocities;
+  Tensor inputs = randn({128, 784}).to(device);
+  Tensor targets = randint(0, 10, {128}).to(device);
+
+  MlpStep() {
+    const std::int64_t sizes[][2] = {{256, 784}, {256, 256}, {10, 256}};
+    const autograd::NoGradGuard no_grad;
+    for (const auto& size : sizes) {
+      const double bound = 1.0 / std::sqrt(static_cast<double>(size[1]));
+      Tensor weight = empty({size[0], size[1]});
+      Tensor bias = empty({size[0]});
+      uniform_(weight, -bound, bound);
+      uniform_(bias, -bound, bound);
+      parameters.push_back(weight.to(device).requires_grad_());
+      parameters.push_back(bias.to(device).requires_grad_());
+    }
+    for (const Tensor& parameter : parameters) velocities.push_back(zeros_like(parameter));
+  }
+
+  void run() {
+    for (const Tensor& parameter : parameters) parameter.set_grad(Tensor());  // zero_grad
+    Tensor h = relu(linear(inputs, parameters[0], parameters[1]));
+    h = relu(linear(h, parameters[2], parameters[3]));
+    const Tensor loss = cross_entropy(linear(h, parameters[4], parameters[5]), targets);
+    loss.backward();
+    const autograd::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      mul_(velocities[i], 0.9);
+      add_(velocities[i], parameters[i].grad());
+      add_(parameters[i], velocities[i], -0.01);
+    }
+  }
+};
+
+// Runs `step` kStepsPerTiming times per iteration and records the time per step.
+template <typename Step>
+void time_steps(benchmark::State& state, Device device, Step step) {
+  for (int i = 0; i < 20; ++i) step();  // warm the allocator's cache and cuBLAS/cuDNN plans
+  synchronize(current_stream(device));
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    for (int i = 0; i < kStepsPerTiming; ++i) step();
+    synchronize(current_stream(device));
+    const auto stop = Clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(stop - start).count() / kStepsPerTiming);
+  }
+}
+
+void BM_MlpTrainStep(benchmark::State& state) {
+  if (!cuda_is_available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  MlpStep step;
+  time_steps(state, step.device, [&] { step.run(); });
+}
+BENCHMARK(BM_MlpTrainStep)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_MlpTrainStepCaptured(benchmark::State& state) {
+  if (!cuda_is_available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  MlpStep step;
+  for (int i = 0; i < 3; ++i) step.run();  // eager warm-up: plans and workspaces exist
+  synchronize(current_stream(step.device));
+  DeviceGraph graph(step.device);
+  try {
+    graph.begin_capture(current_stream(step.device));
+    step.run();
+    graph.end_capture();
+  } catch (const std::exception& error) {
+    state.SkipWithError(error.what());
+    return;
+  }
+  state.counters["nodes"] = static_cast<double>(graph.num_nodes());
+  time_steps(state, step.device, [&] { graph.replay(); });
+}
+BENCHMARK(BM_MlpTrainStepCaptured)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
