@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "ops/cpu/conv.h"
+#include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -149,13 +150,16 @@ void infer_conv2d_backward_weight(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Inputs: input, weight, bias if any. ints: the 7 ConvAttributes.
-constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d, nullptr};
+constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d,
+                          GROVE_CUDA_KERNEL(conv2d)};
 // Inputs: grad, weight. ints: input_sizes (4), then the 7 ConvAttributes.
 constexpr OpEntry kConv2dBackwardInput{OpKind::Conv2dBackwardInput, infer_conv2d_backward_input,
-                                       cpu::conv2d_backward_input, nullptr};
+                                       cpu::conv2d_backward_input,
+                                       GROVE_CUDA_KERNEL(conv2d_backward_input)};
 // Inputs: grad, input. ints: weight_sizes (4), then the 7 ConvAttributes.
 constexpr OpEntry kConv2dBackwardWeight{OpKind::Conv2dBackwardWeight, infer_conv2d_backward_weight,
-                                        cpu::conv2d_backward_weight, nullptr};
+                                        cpu::conv2d_backward_weight,
+                                        GROVE_CUDA_KERNEL(conv2d_backward_weight)};
 
 // (h, w) from a list of one or two values, as PyTorch's _pair.
 void append_pair(DimVector& ints, IntArrayRef values, const OpEntry& entry, const char* what) {

@@ -3,6 +3,7 @@
 #include "ops/pool.h"
 
 #include "ops/cpu/pool.h"
+#include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -110,14 +111,18 @@ void infer_avg_pool2d_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Outputs: values and int64 indices.
-constexpr OpEntry kMaxPool2d{OpKind::MaxPool2d, infer_pool2d, cpu::max_pool2d, nullptr};
-constexpr OpEntry kAvgPool2d{OpKind::AvgPool2d, infer_pool2d, cpu::avg_pool2d, nullptr};
+constexpr OpEntry kMaxPool2d{OpKind::MaxPool2d, infer_pool2d, cpu::max_pool2d,
+                                     GROVE_CUDA_KERNEL(max_pool2d)};
+constexpr OpEntry kAvgPool2d{OpKind::AvgPool2d, infer_pool2d, cpu::avg_pool2d,
+                                     GROVE_CUDA_KERNEL(avg_pool2d)};
 // Inputs: grad, indices. ints: input_sizes.
 constexpr OpEntry kMaxPool2dBackward{OpKind::MaxPool2dBackward, infer_max_pool2d_backward,
-                                     cpu::max_pool2d_backward, nullptr};
+                                     cpu::max_pool2d_backward,
+                                     GROVE_CUDA_KERNEL(max_pool2d_backward)};
 // Inputs: grad. ints: kernel, stride, padding (as the forward), then input_sizes.
 constexpr OpEntry kAvgPool2dBackward{OpKind::AvgPool2dBackward, infer_avg_pool2d_backward,
-                                     cpu::avg_pool2d_backward, nullptr};
+                                     cpu::avg_pool2d_backward,
+                                     GROVE_CUDA_KERNEL(avg_pool2d_backward)};
 
 // (h, w) from a list of one or two values, as PyTorch's _pair.
 void append_pair(DimVector& ints, IntArrayRef values, const OpEntry& entry, const char* what) {

@@ -1,0 +1,366 @@
+// CUDA kernels of conv2d, conv2d_backward_input and conv2d_backward_weight: cuDNN's convolution
+// calls (cudnnConvolutionForward, ...BackwardData, ...BackwardFilter), one per op, on NCHW
+// contiguous tensors; ops/cpu/conv.cpp and ops/cpu/conv_backward.cpp are the reference. The bias
+// is added by cudnnAddTensor after the convolution. Library calls only, compiled by g++.
+//
+// Note [cuDNN convolution plans]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A plan is what one convolution needs besides its data: the tensor, filter and convolution
+// descriptors, the algorithm and its workspace size. Plans are keyed by (op, dtype, math type,
+// device, input sizes, weight sizes, stride, padding, dilation, groups), made on first use and
+// kept for the process's life (a program sees few conv shapes), in one map behind a mutex; a
+// plan is read-only once made, so threads share it (each with its own handle).
+// - The algorithm comes from cuDNN's heuristics (cudnnGet*Algorithm_v7), not cudnnFind*Ex: Find
+//   runs and times every algorithm on real buffers and synchronises the host, which kernels must
+//   not do and a capture forbids, while the heuristics are host-only queries, so a plan can be
+//   made even while a graph captures. Of the ranked candidates that cuDNN supports, the first
+//   deterministic one is taken (same bits on every run): every forward algorithm is, while
+//   backward data's ALGO_0 and backward filter's ALGO_0 and ALGO_3 add with atomics and are
+//   passed over when a deterministic candidate exists (otherwise the best one is used).
+// - TF32 (ops/precision.h): with the switch off (the default), float32 convolutions get
+//   CUDNN_FMA_MATH, which restricts cuDNN to kernels with plain float32 FMAs; cuDNN 9's default
+//   math type would allow TF32 tensor cores on Ampere and newer. With it on, CUDNN_DEFAULT_MATH
+//   (or the math type the heuristics name for the chosen algorithm). float64 ignores the switch.
+//   The switch is part of the key, so flipping it picks other plans.
+// - The workspace is a device tensor from the caching allocator, alive until the call is
+//   enqueued: the allocator's stream semantics keep the block from being reused before the
+//   stream has run the convolution, and during capture it comes from the capture's private pool.
+#include "ops/cuda/conv.h"
+
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/cudnn_handle.h"
+#include "ops/precision.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+enum class Direction : std::int64_t { Forward, BackwardData, BackwardFilter };
+
+// The largest workspace an algorithm may ask for; larger ones are passed over.
+constexpr std::size_t kMaxWorkspaceBytes = std::size_t{1} << 30;
+// More than any cuDNN 9 direction has algorithms (forward: 8, data: 6, filter: 7).
+constexpr int kMaxAlgorithms = 16;
+
+// (direction, dtype, tf32, device), input (4), weight (4), geometry (7).
+using PlanKey = std::array<std::int64_t, 19>;
+
+struct ConvPlan {
+  cudnnTensorDescriptor_t input = nullptr;   // x or dx: (N, C, H, W)
+  cudnnFilterDescriptor_t weight = nullptr;  // w or dw: (O, C/G, kH, kW)
+  cudnnTensorDescriptor_t output = nullptr;  // y or dy: (N, O, Ho, Wo)
+  cudnnTensorDescriptor_t bias = nullptr;    // (1, O, 1, 1); forward only
+  cudnnConvolutionDescriptor_t convolution = nullptr;
+  int algorithm = 0;
+  std::size_t workspace_bytes = 0;
+};
+
+int to_int(std::int64_t value, const char* op) {
+  GROVE_CHECK(value <= INT_MAX, op, " on CUDA: expected sizes below 2^31 (cuDNN's int sizes), ",
+              "but got ", value);
+  return static_cast<int>(value);
+}
+
+cudnnDataType_t cudnn_type(DType dtype) {
+  return dtype == DType::Float32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_DOUBLE;
+}
+
+cudnnTensorDescriptor_t tensor_descriptor(DType dtype, IntArrayRef sizes, const char* op) {
+  cudnnTensorDescriptor_t descriptor = nullptr;
+  GROVE_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descriptor));
+  GROVE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
+      descriptor, CUDNN_TENSOR_NCHW, cudnn_type(dtype), to_int(sizes[0], op), to_int(sizes[1], op),
+      to_int(sizes[2], op), to_int(sizes[3], op)));
+  return descriptor;
+}
+
+// The math type a plan is made with: see Note [cuDNN convolution plans].
+cudnnMathType_t requested_math(DType dtype, bool tf32) {
+  return dtype == DType::Float32 && !tf32 ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+}
+
+// Ranked heuristic candidates of one direction, as (algorithm, math type) pairs.
+struct Candidate {
+  int algorithm;
+  cudnnMathType_t math;
+  bool deterministic;
+};
+
+template <typename Perf>
+int collect(const Perf* perf, int count, Candidate* candidates) {
+  int kept = 0;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    candidates[kept++] = {static_cast<int>(perf[i].algo), perf[i].mathType,
+                          perf[i].determinism == CUDNN_DETERMINISTIC};
+  }
+  return kept;
+}
+
+int heuristic_candidates(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
+                         Candidate* candidates) {
+  int returned = 0;
+  switch (direction) {
+    case Direction::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+          handle, plan.input, plan.weight, plan.convolution, plan.output, kMaxAlgorithms,
+          &returned, perf));
+      return collect(perf, returned, candidates);
+    }
+    case Direction::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+          handle, plan.weight, plan.output, plan.convolution, plan.input, kMaxAlgorithms,
+          &returned, perf));
+      return collect(perf, returned, candidates);
+    }
+    case Direction::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          handle, plan.input, plan.output, plan.convolution, plan.weight, kMaxAlgorithms,
+          &returned, perf));
+      return collect(perf, returned, candidates);
+    }
+  }
+  return 0;
+}
+
+// The workspace `algorithm` needs, or an error status if cuDNN does not support it here.
+cudnnStatus_t workspace_size(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
+                             int algorithm, std::size_t* bytes) {
+  switch (direction) {
+    case Direction::Forward:
+      return cudnnGetConvolutionForwardWorkspaceSize(
+          handle, plan.input, plan.weight, plan.convolution, plan.output,
+          static_cast<cudnnConvolutionFwdAlgo_t>(algorithm), bytes);
+    case Direction::BackwardData:
+      return cudnnGetConvolutionBackwardDataWorkspaceSize(
+          handle, plan.weight, plan.output, plan.convolution, plan.input,
+          static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm), bytes);
+    case Direction::BackwardFilter:
+      return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+          handle, plan.input, plan.output, plan.convolution, plan.weight,
+          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm), bytes);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, DType dtype,
+                                    bool tf32, IntArrayRef input, IntArrayRef weight,
+                                    IntArrayRef output, IntArrayRef geometry, const char* op) {
+  auto plan = std::make_unique<ConvPlan>();
+  plan->input = tensor_descriptor(dtype, input, op);
+  plan->output = tensor_descriptor(dtype, output, op);
+  GROVE_CUDNN_CHECK(cudnnCreateFilterDescriptor(&plan->weight));
+  GROVE_CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->weight, cudnn_type(dtype), CUDNN_TENSOR_NCHW,
+                                               to_int(weight[0], op), to_int(weight[1], op),
+                                               to_int(weight[2], op), to_int(weight[3], op)));
+  if (direction == Direction::Forward) {
+    plan->bias = tensor_descriptor(dtype, DimVector{1, output[1], 1, 1}, op);
+  }
+  // geometry: stride (h, w), padding (h, w), dilation (h, w), groups.
+  GROVE_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->convolution));
+  GROVE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+      plan->convolution, to_int(geometry[2], op), to_int(geometry[3], op), to_int(geometry[0], op),
+      to_int(geometry[1], op), to_int(geometry[4], op), to_int(geometry[5], op),
+      CUDNN_CROSS_CORRELATION, cudnn_type(dtype)));
+  GROVE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->convolution, to_int(geometry[6], op)));
+  const cudnnMathType_t math = requested_math(dtype, tf32);
+  GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, math));
+
+  // cuDNN must agree with grove's output size (ops/conv.cpp's infer).
+  int dims[4] = {};
+  GROVE_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(plan->convolution, plan->input,
+                                                          plan->weight, 4, dims));
+  GROVE_INTERNAL_ASSERT(dims[0] == output[0] && dims[1] == output[1] && dims[2] == output[2] &&
+                            dims[3] == output[3],
+                        op, ": cuDNN's output size [", dims[0], ", ", dims[1], ", ", dims[2], ", ",
+                        dims[3], "] differs from ", output);
+
+  Candidate candidates[kMaxAlgorithms];
+  const int count = heuristic_candidates(handle, direction, *plan, candidates);
+  // Deterministic candidates first (pass 0), then any (pass 1); in cuDNN's rank order.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int i = 0; i < count; ++i) {
+      if (pass == 0 && !candidates[i].deterministic) continue;
+      // With TF32 off, FMA math whatever the heuristics list; see the Note.
+      const cudnnMathType_t use = math == CUDNN_FMA_MATH ? math : candidates[i].math;
+      GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, use));
+      std::size_t bytes = 0;
+      if (workspace_size(handle, direction, *plan, candidates[i].algorithm, &bytes) !=
+              CUDNN_STATUS_SUCCESS ||
+          bytes > kMaxWorkspaceBytes) {
+        continue;
+      }
+      plan->algorithm = candidates[i].algorithm;
+      plan->workspace_bytes = bytes;
+      return plan;
+    }
+  }
+  GROVE_CHECK(false, op, " on CUDA: cuDNN offers no algorithm for input ", input, ", weight ",
+              weight, ", output ", output, " (", count, " heuristic candidates, none usable)");
+  return nullptr;
+}
+
+// The plan of one convolution, made on first use; see Note [cuDNN convolution plans].
+const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype, Device device,
+                          IntArrayRef input, IntArrayRef weight, IntArrayRef output,
+                          IntArrayRef geometry, const char* op) {
+  const bool tf32 = dtype == DType::Float32 && allow_tf32();
+  PlanKey key{static_cast<std::int64_t>(direction), static_cast<std::int64_t>(dtype), tf32,
+              device.index};
+  for (std::size_t i = 0; i < 4; ++i) {
+    key[4 + i] = input[i];
+    key[8 + i] = weight[i];
+  }
+  for (std::size_t i = 0; i < 7; ++i) key[12 + i] = geometry[i];
+  static std::mutex mutex;
+  static std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;  // never freed: see the Note
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<ConvPlan>& plan = plans[key];
+  if (plan == nullptr) {
+    // Heuristic queries may touch the runtime; relaxed mode lets them run during a capture.
+    const cuda_backend::RelaxedCaptureModeGuard relaxed;
+    plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, op);
+  }
+  return *plan;
+}
+
+// A device buffer of `bytes` from the caching allocator (undefined for 0 bytes).
+Tensor workspace(std::size_t bytes, Device device) {
+  if (bytes == 0) return {};
+  return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(DType::Bool).device(device));
+}
+
+// cuDNN's scaling factors: float for float32 data, double for float64.
+struct Scale {
+  float one_float = 1.0f, zero_float = 0.0f;
+  double one_double = 1.0, zero_double = 0.0;
+  bool is_float;
+  explicit Scale(DType dtype) : is_float(dtype == DType::Float32) {}
+  const void* one() const {
+    return is_float ? static_cast<const void*>(&one_float) : static_cast<const void*>(&one_double);
+  }
+  const void* zero() const {
+    return is_float ? static_cast<const void*>(&zero_float)
+                    : static_cast<const void*>(&zero_double);
+  }
+};
+
+void fill_zero(const Tensor& out) {
+  GROVE_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(),
+                                   cuda_backend::cuda_stream(current_stream(out.device()))));
+}
+
+void check_dtype(const OpCall& call, DType dtype) {
+  GROVE_INTERNAL_ASSERT(dtype == DType::Float32 || dtype == DType::Float64, op_name(call.kind),
+                        " reached the CUDA kernel with dtype ", dtype);
+}
+
+// The geometry ints of a backward op (after its 4 sizes).
+IntArrayRef backward_geometry(const OpCall& call) {
+  const DimVector& ints = call.attributes.ints;
+  return IntArrayRef(ints.data() + 4, ints.size() - 4);
+}
+
+}  // namespace
+
+// input: (N, C, H, W), weight: (O, C/G, kH, kW), bias: (O) or none -> out: (N, O, Ho, Wo).
+void conv2d(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  check_dtype(call, out.dtype());
+  if (out.numel() == 0) return;
+  const Device device = out.device();
+  const cuda_backend::DeviceGuard guard(device);
+  cudnnHandle_t handle = cudnn_handle(device);
+  const Scale scale(out.dtype());
+  const Tensor input = call.input(0).contiguous();
+  const Tensor bias = call.inputs.size() == 3 ? call.input(2).contiguous() : Tensor();
+  if (input.numel() == 0) {
+    // No input channels, or an input plane that is all padding: every output is the bias (or 0).
+    fill_zero(out);
+    if (bias.defined()) {
+      cudnnTensorDescriptor_t bias_descriptor =
+          tensor_descriptor(out.dtype(), DimVector{1, out.size(1), 1, 1}, "conv2d");
+      cudnnTensorDescriptor_t out_descriptor = tensor_descriptor(out.dtype(), out.sizes(), "conv2d");
+      const cudnnStatus_t status = cudnnAddTensor(handle, scale.one(), bias_descriptor,
+                                                  bias.data_ptr(), scale.one(), out_descriptor,
+                                                  out.data_ptr());
+      cudnnDestroyTensorDescriptor(bias_descriptor);
+      cudnnDestroyTensorDescriptor(out_descriptor);
+      GROVE_CUDNN_CHECK(status);
+    }
+    return;
+  }
+  const Tensor weight = call.input(1).contiguous();
+  const ConvPlan& plan =
+      find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
+                out.sizes(), call.attributes.ints, "conv2d");
+  const Tensor space = workspace(plan.workspace_bytes, device);
+  GROVE_CUDNN_CHECK(cudnnConvolutionForward(
+      handle, scale.one(), plan.input, input.data_ptr(), plan.weight, weight.data_ptr(),
+      plan.convolution, static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
+      plan.output, out.data_ptr()));
+  if (bias.defined()) {
+    GROVE_CUDNN_CHECK(cudnnAddTensor(handle, scale.one(), plan.bias, bias.data_ptr(), scale.one(),
+                                     plan.output, out.data_ptr()));
+  }
+}
+
+// grad: (N, O, Ho, Wo), weight: (O, C/G, kH, kW) -> out: input_sizes (N, C, H, W).
+void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  check_dtype(call, out.dtype());
+  if (out.numel() == 0) return;
+  const Device device = out.device();
+  const cuda_backend::DeviceGuard guard(device);
+  const Tensor grad = call.input(0).contiguous();
+  if (grad.numel() == 0) return fill_zero(out);  // no output channels: nothing flows back
+  cudnnHandle_t handle = cudnn_handle(device);
+  const Scale scale(out.dtype());
+  const Tensor weight = call.input(1).contiguous();
+  const ConvPlan& plan =
+      find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
+                grad.sizes(), backward_geometry(call), "conv2d_backward_input");
+  const Tensor space = workspace(plan.workspace_bytes, device);
+  GROVE_CUDNN_CHECK(cudnnConvolutionBackwardData(
+      handle, scale.one(), plan.weight, weight.data_ptr(), plan.output, grad.data_ptr(),
+      plan.convolution, static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
+      plan.input, out.data_ptr()));
+}
+
+// grad: (N, O, Ho, Wo), input: (N, C, H, W) -> out: weight_sizes (O, C/G, kH, kW).
+void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  check_dtype(call, out.dtype());
+  if (out.numel() == 0) return;
+  const Device device = out.device();
+  const cuda_backend::DeviceGuard guard(device);
+  const Tensor input = call.input(1).contiguous();
+  // An empty batch, or an input plane that is all padding: the sum has no nonzero term.
+  if (input.numel() == 0) return fill_zero(out);
+  cudnnHandle_t handle = cudnn_handle(device);
+  const Scale scale(out.dtype());
+  const Tensor grad = call.input(0).contiguous();
+  const ConvPlan& plan =
+      find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
+                grad.sizes(), backward_geometry(call), "conv2d_backward_weight");
+  const Tensor space = workspace(plan.workspace_bytes, device);
+  GROVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
+      handle, scale.one(), plan.input, input.data_ptr(), plan.output, grad.data_ptr(),
+      plan.convolution, static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
+      plan.weight, out.data_ptr()));
+}
+
+}  // namespace grove::ops::cuda

@@ -1,0 +1,349 @@
+// CUDA kernels of max_pool2d, avg_pool2d and their gradients; ops/cpu/pool.cpp is the reference
+// they match exactly.
+//
+// Forward: one thread per output element (grid-stride), looping over its window clipped to the
+// input as window_span says, reading the input through its strides. Max: strict `>` so the first
+// maximum in row-major window order wins, and every NaN takes over (so the last NaN's index is
+// kept), as on the CPU. Avg: the sum in double, divided by the padded window's size.
+//
+// avg_pool2d_backward gathers: one thread per input element, which visits the windows covering
+// it in (oy, ox) order and adds their shares (grad / divisor, rounded to T) in T, starting from
+// 0: the CPU's additions into that element, in the CPU's order. No atomics, deterministic.
+//
+// max_pool2d_backward cannot gather, as it knows no window (only indices, which may name any
+// element of the plane). One warp per plane: it zeroes the plane, then takes the grad elements
+// 32 at a time in order; lanes whose indices are equal are grouped (__match_any_sync) and the
+// lowest lane of each group adds the group's values, in lane order, to its element. So each
+// element receives its grad values in the CPU's order (k ascending), with no atomics. For the
+// reference CNN (2 x 2 windows, stride 2) no two lanes collide and every lane writes.
+// An index outside [0, H * W) stops the kernel with a device-side trap after printing the bad
+// index (Note [Index checks during capture]: the host cannot read the indices without a sync).
+//
+// Index arithmetic is int32 when every offset fits, int64 otherwise.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/pool.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+
+// The window attributes and plane sizes, trivially copyable for the kernels.
+struct PoolGeometry {
+  std::int64_t channels = 1, height = 0, width = 0, out_h = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
+  // The forward input's strides (batch_stride 0 for a 3-d input).
+  std::int64_t batch_stride = 0, channel_stride = 0, row_stride = 0, column_stride = 0;
+};
+
+// ops/cpu/pool.cpp's WindowSpan: output position `out` covers input [begin, end), and `padded`
+// positions of the padded input.
+template <typename Index>
+struct WindowSpan {
+  Index begin, end, padded;
+};
+template <typename Index>
+__device__ inline WindowSpan<Index> window_span(Index out, Index stride, Index padding,
+                                                Index kernel, Index extent) {
+  const Index start = out * stride - padding;
+  const Index end = start + kernel < extent ? start + kernel : extent;
+  const Index padded_end = start + kernel < extent + padding ? start + kernel : extent + padding;
+  return {start > 0 ? start : Index(0), end, padded_end - start};
+}
+
+// values, indices: (planes, out_h, out_w) contiguous; `total` elements.
+template <typename T, typename Index>
+__global__ void max_pool_kernel(const T* input, T* values, std::int64_t* indices,
+                                const PoolGeometry g, Index total) {
+  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
+  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
+  for (Index i = static_cast<Index>(first_index()); i < total;
+       i += static_cast<Index>(grid_step())) {
+    const Index ox = i % out_w;
+    const Index oy = (i / out_w) % out_h;
+    const Index plane = i / out_w / out_h;
+    const Index channels = static_cast<Index>(g.channels);
+    const T* in = input + (plane / channels) * static_cast<Index>(g.batch_stride) +
+                  (plane % channels) * static_cast<Index>(g.channel_stride);
+    const WindowSpan<Index> rows =
+        window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, height);
+    const WindowSpan<Index> columns =
+        window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, width);
+    T best = -static_cast<T>(INFINITY);
+    Index best_index = rows.begin * width + columns.begin;
+    for (Index y = rows.begin; y < rows.end; ++y) {
+      for (Index x = columns.begin; x < columns.end; ++x) {
+        const T value = in[y * static_cast<Index>(g.row_stride) +
+                           x * static_cast<Index>(g.column_stride)];
+        if (value > best || value != value) {  // strict: the first maximum wins; NaN always
+          best = value;
+          best_index = y * width + x;
+        }
+      }
+    }
+    values[i] = best;
+    indices[i] = best_index;
+  }
+}
+
+template <typename T, typename Index>
+__global__ void avg_pool_kernel(const T* input, T* values, const PoolGeometry g, Index total) {
+  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
+  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
+  for (Index i = static_cast<Index>(first_index()); i < total;
+       i += static_cast<Index>(grid_step())) {
+    const Index ox = i % out_w;
+    const Index oy = (i / out_w) % out_h;
+    const Index plane = i / out_w / out_h;
+    const Index channels = static_cast<Index>(g.channels);
+    const T* in = input + (plane / channels) * static_cast<Index>(g.batch_stride) +
+                  (plane % channels) * static_cast<Index>(g.channel_stride);
+    const WindowSpan<Index> rows =
+        window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, height);
+    const WindowSpan<Index> columns =
+        window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, width);
+    double sum = 0.0;
+    for (Index y = rows.begin; y < rows.end; ++y) {
+      for (Index x = columns.begin; x < columns.end; ++x) {
+        sum += static_cast<double>(in[y * static_cast<Index>(g.row_stride) +
+                                      x * static_cast<Index>(g.column_stride)]);
+      }
+    }
+    values[i] = static_cast<T>(sum / static_cast<double>(rows.padded * columns.padded));
+  }
+}
+
+// The first output position along one axis whose window covers input position `position`
+// (start = o * stride - padding <= position < start + kernel), and one past the last.
+template <typename Index>
+__device__ inline void covering(Index position, Index stride, Index padding, Index kernel,
+                                Index out, Index& first, Index& last) {
+  const Index low = position + padding - kernel + 1;  // o * stride >= low
+  first = low <= 0 ? Index(0) : (low + stride - 1) / stride;
+  last = (position + padding) / stride + 1;
+  if (last > out) last = out;
+}
+
+// grad: (planes, out_h, out_w) contiguous -> grad_input: (planes, height, width), `total`.
+template <typename T, typename Index>
+__global__ void avg_pool_backward_kernel(const T* grad, T* grad_input, const PoolGeometry g,
+                                         Index total) {
+  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
+  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
+  for (Index i = static_cast<Index>(first_index()); i < total;
+       i += static_cast<Index>(grid_step())) {
+    const Index x = i % width;
+    const Index y = (i / width) % height;
+    const Index plane = i / width / height;
+    const T* plane_grad = grad + plane * out_h * out_w;
+    Index oy_first, oy_last, ox_first, ox_last;
+    covering<Index>(y, g.stride_h, g.padding_h, g.kernel_h, out_h, oy_first, oy_last);
+    covering<Index>(x, g.stride_w, g.padding_w, g.kernel_w, out_w, ox_first, ox_last);
+    T sum = T(0);
+    for (Index oy = oy_first; oy < oy_last; ++oy) {
+      const WindowSpan<Index> rows =
+          window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, height);
+      for (Index ox = ox_first; ox < ox_last; ++ox) {
+        const WindowSpan<Index> columns =
+            window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, width);
+        sum += static_cast<T>(static_cast<double>(plane_grad[oy * out_w + ox]) /
+                              static_cast<double>(rows.padded * columns.padded));
+      }
+    }
+    grad_input[i] = sum;
+  }
+}
+
+constexpr int kWarpsPerBlock = kThreads / kWarp;
+
+// grad, indices: (planes, pooled) contiguous -> grad_input: (planes, plane_size); one warp per
+// plane (see the file comment).
+template <typename T>
+__global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indices,
+                                         T* grad_input, std::int64_t planes,
+                                         std::int64_t plane_size, std::int64_t pooled) {
+  __shared__ T staged[kWarpsPerBlock][kWarp];
+  const int lane = static_cast<int>(threadIdx.x % kWarp);
+  T* values = staged[threadIdx.x / kWarp];
+  const std::int64_t warps = grid_step() / kWarp;
+  for (std::int64_t p = first_index() / kWarp; p < planes; p += warps) {
+    T* out = grad_input + p * plane_size;
+    for (std::int64_t e = lane; e < plane_size; e += kWarp) out[e] = T(0);
+    __syncwarp();
+    const T* plane_grad = grad + p * pooled;
+    const std::int64_t* plane_indices = indices + p * pooled;
+    for (std::int64_t base = 0; base < pooled; base += kWarp) {
+      const std::int64_t k = base + lane;
+      const bool active = k < pooled;
+      const std::int64_t index = active ? plane_indices[k] : -1;
+      if (active && (index < 0 || index >= plane_size)) {
+        printf("max_pool2d_backward: index %lld at flat position %lld of the indices is out of "
+               "range for the input plane's H * W elements (expected 0 <= index < %lld)\n",
+               static_cast<long long>(index), static_cast<long long>(p * pooled + k),
+               static_cast<long long>(plane_size));
+        __trap();
+      }
+      values[lane] = active ? plane_grad[k] : T(0);
+      const unsigned peers = __match_any_sync(0xffffffffu, static_cast<unsigned long long>(index));
+      __syncwarp();
+      if (active && lane == __ffs(peers) - 1) {  // the group's lowest lane adds, in lane order
+        T sum = out[index];
+        for (unsigned rest = peers; rest != 0; rest &= rest - 1) sum += values[__ffs(rest) - 1];
+        out[index] = sum;
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// True when every offset the kernels form fits an int32.
+bool fits_int32(std::int64_t largest) { return largest < INT_MAX; }
+
+cudaStream_t stream_of(const Tensor& out) {
+  return cuda_backend::cuda_stream(current_stream(out.device()));
+}
+
+PoolGeometry window_geometry(const DimVector& ints) {
+  PoolGeometry g;
+  g.kernel_h = ints[0];
+  g.kernel_w = ints[1];
+  g.stride_h = ints[2];
+  g.stride_w = ints[3];
+  g.padding_h = ints[4];
+  g.padding_w = ints[5];
+  return g;
+}
+
+// outputs: values (and for max_pool2d indices) of shape (*, out_h, out_w), contiguous.
+template <typename T>
+void launch_pool(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& out = outputs[0];
+  const std::int64_t total = out.numel();
+  if (total == 0) return;
+  const Tensor& input = call.input(0);
+  PoolGeometry g = window_geometry(call.attributes.ints);
+  const bool batched = input.dim() == 4;
+  g.channels = input.size(-3);
+  g.height = input.size(-2);
+  g.width = input.size(-1);
+  g.out_h = out.size(-2);
+  g.out_w = out.size(-1);
+  g.batch_stride = batched ? input.stride(0) : 0;
+  g.channel_stride = input.stride(-3);
+  g.row_stride = input.stride(-2);
+  g.column_stride = input.stride(-1);
+  // The farthest element any thread reads (strides are >= 0 for grove's views).
+  std::int64_t farthest = 0;
+  for (std::int64_t d = 0; d < input.dim(); ++d) farthest += (input.size(d) - 1) * input.stride(d);
+  const bool narrow = fits_int32(total) && fits_int32(farthest + 1) &&
+                      fits_int32(g.height * g.width + g.width);
+  const cuda_backend::DeviceGuard guard(out.device());
+  const cudaStream_t stream = stream_of(out);
+  const T* in = static_cast<const T*>(input.data_ptr());
+  T* values = static_cast<T*>(out.data_ptr());
+  if (call.kind == OpKind::MaxPool2d) {
+    auto* indices = static_cast<std::int64_t*>(outputs[1].data_ptr());
+    if (narrow) {
+      max_pool_kernel<T, int><<<blocks_for(total), kThreads, 0, stream>>>(
+          in, values, indices, g, static_cast<int>(total));
+    } else {
+      max_pool_kernel<T, std::int64_t>
+          <<<blocks_for(total), kThreads, 0, stream>>>(in, values, indices, g, total);
+    }
+  } else if (narrow) {
+    avg_pool_kernel<T, int>
+        <<<blocks_for(total), kThreads, 0, stream>>>(in, values, g, static_cast<int>(total));
+  } else {
+    avg_pool_kernel<T, std::int64_t><<<blocks_for(total), kThreads, 0, stream>>>(in, values, g, total);
+  }
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+// grad: (*, out_h, out_w) -> out: input_sizes (*, height, width).
+template <typename T>
+void launch_avg_backward(const OpCall& call, const Tensor& out) {
+  const std::int64_t total = out.numel();
+  if (total == 0) return;
+  const Tensor grad = call.input(0).contiguous();
+  PoolGeometry g = window_geometry(call.attributes.ints);
+  g.height = out.size(-2);
+  g.width = out.size(-1);
+  g.out_h = grad.size(-2);
+  g.out_w = grad.size(-1);
+  const cuda_backend::DeviceGuard guard(out.device());
+  const cudaStream_t stream = stream_of(out);
+  const T* grad_data = static_cast<const T*>(grad.data_ptr());
+  T* grad_input = static_cast<T*>(out.data_ptr());
+  if (fits_int32(total) && fits_int32(grad.numel())) {
+    avg_pool_backward_kernel<T, int><<<blocks_for(total), kThreads, 0, stream>>>(
+        grad_data, grad_input, g, static_cast<int>(total));
+  } else {
+    avg_pool_backward_kernel<T, std::int64_t>
+        <<<blocks_for(total), kThreads, 0, stream>>>(grad_data, grad_input, g, total);
+  }
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+// grad, indices: (*, out_h, out_w) -> out: input_sizes (*, height, width).
+template <typename T>
+void launch_max_backward(const OpCall& call, const Tensor& out) {
+  if (out.numel() == 0) return;
+  const Tensor grad = call.input(0).contiguous();
+  const Tensor indices = call.input(1).contiguous();
+  const std::int64_t plane_size = out.size(-2) * out.size(-1);
+  const std::int64_t planes = out.numel() / plane_size;
+  const std::int64_t pooled = grad.size(-2) * grad.size(-1);
+  const cuda_backend::DeviceGuard guard(out.device());
+  const std::int64_t blocks = std::min<std::int64_t>((planes + kWarpsPerBlock - 1) / kWarpsPerBlock,
+                                                     kMaxBlocks);
+  max_pool_backward_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_of(out)>>>(
+      static_cast<const T*>(grad.data_ptr()), static_cast<const std::int64_t*>(indices.data_ptr()),
+      static_cast<T*>(out.data_ptr()), planes, plane_size, pooled);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+// Runs body.template operator()<T>() for float32 and float64.
+template <typename Body>
+void dispatch_floating(const OpCall& call, DType dtype, Body body) {
+  switch (dtype) {
+    case DType::Float32:
+      return body.template operator()<float>();
+    case DType::Float64:
+      return body.template operator()<double>();
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached the CUDA kernel with dtype ", dtype);
+}
+
+}  // namespace
+
+void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_pool<T>(call, outputs); });
+}
+
+void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_pool<T>(call, outputs); });
+}
+
+void max_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_max_backward<T>(call, outputs[0]); });
+}
+
+void avg_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_avg_backward<T>(call, outputs[0]); });
+}
+
+}  // namespace grove::ops::cuda

@@ -1,0 +1,231 @@
+// Parity of the CUDA conv2d, conv2d_backward_input and conv2d_backward_weight kernels
+// (ops/cuda/conv.cpp, cuDNN) with the CPU kernels (ops/cpu/conv.cpp, ops/cpu/conv_backward.cpp),
+// the reference: the same values on both devices over strides, paddings, dilations, groups,
+// bias on and off, 1x1 kernels, batch 1 and odd sizes, the reference CNN's two layers,
+// non-contiguous operands and empty dims; that float32 really is computed without TF32 while
+// the switch is off; and one capture and replay of all three ops. Every test skips without a
+// CUDA device (CTest label `gpu`).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/device_graph.h"
+#include "core/stream.h"
+#include "core/tensor.h"
+#include "ops/conv.h"
+#include "ops/precision.h"
+#include "tests/ops/cuda_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::kGpu;
+using testing::random_quarters;
+
+// Tolerances. Inputs are multiples of 1/4 in [-3, 3], so every product is a multiple of 1/16 and
+// every partial sum here (below 2^12 in magnitude) is exact in float32: cuDNN's GEMM-style
+// algorithms and the CPU's GEMM agree exactly whatever their order. Winograd and FFT algorithms,
+// which the heuristics may pick, round their transforms to about 1e-7 of the operands' norms; for
+// sums of up to ~800 products of magnitude <= 9 that stays below 1e-3 absolute, hence 1e-4
+// relative with a 1e-3 absolute floor. float64: the same argument with 2^-52, 1e-12 / 1e-10.
+void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-4, 1e-3, 1e-12, 1e-10});
+}
+
+struct ConvCase {
+  std::string name;
+  DimVector input;   // (N, C, H, W)
+  DimVector weight;  // (O, C / G, kH, kW)
+  DimVector stride, padding, dilation;
+  std::int64_t groups;
+  bool bias;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"plain 3x3", {2, 3, 7, 9}, {4, 3, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, true},
+      {"padded and strided", {3, 4, 11, 8}, {6, 4, 3, 2}, {2, 3}, {1, 2}, {1, 1}, 1, true},
+      {"dilated", {2, 3, 10, 12}, {5, 3, 3, 3}, {1, 1}, {2, 1}, {2, 3}, 1, false},
+      {"groups", {2, 6, 9, 9}, {9, 2, 3, 3}, {1, 2}, {1, 1}, {1, 1}, 3, true},
+      {"depthwise", {1, 4, 8, 5}, {8, 1, 3, 1}, {1, 1}, {1, 0}, {1, 1}, 4, false},
+      {"1x1", {3, 5, 6, 7}, {4, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},
+      // Stride 3 leaves input rows no window reaches: their gradient is 0.
+      {"batch 1, odd", {1, 1, 13, 17}, {2, 1, 5, 3}, {3, 2}, {2, 1}, {1, 2}, 1, true},
+      {"kernel over the padding", {2, 2, 2, 3}, {3, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"CNN layer 1", {4, 1, 28, 28}, {32, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"CNN layer 2", {4, 32, 14, 14}, {64, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      // Empty dims: no images, no output channels, no input channels.
+      {"empty batch", {0, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"no output channels", {2, 3, 5, 5}, {0, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {"no input channels", {2, 0, 5, 5}, {4, 0, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+  };
+}
+
+// The output's sizes for a case, from the CPU forward.
+DimVector output_sizes(const ConvCase& c, const Tensor& input, const Tensor& weight) {
+  return DimVector(conv2d(input, weight, {}, c.stride, c.padding, c.dilation, c.groups).sizes());
+}
+
+// All three ops on both devices; `view` makes the layout of every operand on each device.
+void check_case(const ConvCase& c, DType dtype, unsigned seed,
+                const std::function<Tensor(const Tensor&)>& view, const std::string& layout) {
+  const std::string what = c.name + " " + std::string(dtype_name(dtype)) + " " + layout;
+  const Tensor input = random_quarters(c.input, dtype, seed);
+  const Tensor weight = random_quarters(c.weight, dtype, seed + 1);
+  const Tensor bias = c.bias ? random_quarters({c.weight[0]}, dtype, seed + 2) : Tensor();
+  const Tensor grad = random_quarters(output_sizes(c, input, weight), dtype, seed + 3);
+  const Tensor gpu_input = view(input.to(kGpu)), gpu_weight = view(weight.to(kGpu));
+  const Tensor gpu_grad = view(grad.to(kGpu));
+  const Tensor gpu_bias = c.bias ? bias.to(kGpu) : Tensor();
+  expect_parity(conv2d(input, weight, bias, c.stride, c.padding, c.dilation, c.groups),
+                conv2d(gpu_input, gpu_weight, gpu_bias, c.stride, c.padding, c.dilation, c.groups),
+                "conv2d " + what);
+  expect_parity(
+      conv2d_backward_input(grad, weight, c.input, c.stride, c.padding, c.dilation, c.groups),
+      conv2d_backward_input(gpu_grad, gpu_weight, c.input, c.stride, c.padding, c.dilation,
+                            c.groups),
+      "conv2d_backward_input " + what);
+  expect_parity(
+      conv2d_backward_weight(grad, input, c.weight, c.stride, c.padding, c.dilation, c.groups),
+      conv2d_backward_weight(gpu_grad, gpu_input, c.weight, c.stride, c.padding, c.dilation,
+                             c.groups),
+      "conv2d_backward_weight " + what);
+}
+
+TEST(CudaConvTest, AllThreeOpsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  unsigned seed = 1;
+  for (const ConvCase& c : conv_cases()) {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      check_case(c, dtype, seed, [](const Tensor& t) { return t; }, "contiguous");
+      seed += 4;
+    }
+  }
+}
+
+// Non-contiguous operands on the GPU: a copy whose (H, W) planes are stored transposed, and a
+// strided slice of a buffer twice as wide.
+TEST(CudaConvTest, NonContiguousOperandsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  auto transposed = [](const Tensor& t) {
+    const Tensor stored = t.transpose(-1, -2).contiguous();
+    Tensor view = stored.transpose(-1, -2);
+    EXPECT_TRUE(!view.is_contiguous() || t.size(-1) <= 1 || t.size(-2) <= 1);
+    return view;
+  };
+  auto sliced = [](const Tensor& t) {
+    DimVector wide(t.sizes());
+    wide[wide.size() - 1] *= 2;
+    Tensor view = zeros(wide, TensorOptions(t.dtype()).device(t.device()))
+                      .slice(-1, 1, wide.back(), 2);
+    view.copy_(t);
+    return view;
+  };
+  unsigned seed = 100;
+  for (const ConvCase& c : conv_cases()) {
+    if (c.name == "empty batch" || c.name == "no output channels" ||
+        c.name == "no input channels") {
+      continue;
+    }
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      check_case(c, dtype, seed, transposed, "transposed planes");
+      check_case(c, dtype, seed + 1, sliced, "strided slice");
+      seed += 8;
+    }
+  }
+}
+
+// Restores the TF32 switch when the test ends.
+struct Tf32Guard {
+  bool saved = allow_tf32();
+  ~Tf32Guard() { set_allow_tf32(saved); }
+};
+
+// 1 + 2^-12 is exact in float32 but rounds to 1 in TF32 (10 mantissa bits): with TF32 the sums
+// below would lose 2.4e-4 of their value. With the switch off all three ops must be exact (the
+// sums, at most 144 (1 + 2^-12), need 20 significant bits). With it on they must still be
+// within TF32's rounding (3e-4), whether or not cuDNN picks tensor-core kernels.
+TEST(CudaConvTest, Float32UsesNoTf32WhileTheSwitchIsOff) {
+  SKIP_WITHOUT_GPU();
+  const Tf32Guard restore;
+  const double value = 1.0 + std::ldexp(1.0, -12);
+  const TensorOptions gpu_float = TensorOptions(DType::Float32).device(kGpu);
+  const Tensor input = full({2, 16, 6, 6}, value, gpu_float);
+  const Tensor weight = full({8, 16, 3, 3}, 1.0, gpu_float);
+  const Tensor grad = full({2, 8, 4, 4}, value, gpu_float);
+  for (bool tf32 : {false, true}) {
+    set_allow_tf32(tf32);
+    const double rtol = tf32 ? 3e-4 : 0.0;
+    const std::string mode = tf32 ? " (TF32 allowed)" : " (TF32 off)";
+    // Every output sums C kH kW = 144 products value * 1.
+    testing::expect_close(conv2d(input, weight).to(kCPU),
+                          std::vector<double>(2 * 8 * 4 * 4, 144 * value), rtol, 0.0,
+                          "conv2d" + mode);
+    // The input's gradient at (y, x) sums O times the windows covering it: 8 * value at a corner.
+    const Tensor grad_input = conv2d_backward_input(grad, weight, {2, 16, 6, 6}).to(kCPU);
+    EXPECT_NEAR(testing::element(grad_input, 0), 8 * value, rtol * 8 * value) << mode;
+    // The weight's gradient, for an input of ones, sums N Ho Wo = 32 products value * 1.
+    const Tensor ones = full({2, 16, 6, 6}, 1.0, gpu_float);
+    testing::expect_close(conv2d_backward_weight(grad, ones, {8, 16, 3, 3}).to(kCPU),
+                          std::vector<double>(8 * 16 * 9, 32 * value), rtol, 0.0,
+                          "conv2d_backward_weight" + mode);
+  }
+}
+
+// Plans for a new shape are made while the graph captures (heuristics only, no Find); the
+// replays run the captured cuDNN kernels on new input values.
+TEST(CudaConvTest, CapturedForwardAndBackwardReplayWithNewInputs) {
+  SKIP_WITHOUT_GPU();
+  const Stream stream = new_stream(kGpu);
+  StreamGuard guard(stream);
+  const ConvCase c{"captured", {6, 3, 10, 11}, {5, 3, 3, 3}, {1, 2}, {1, 1}, {1, 1}, 1, true};
+  // Eager warm-up on another shape: the thread's cuDNN handle exists before the capture.
+  const Tensor warm = random_quarters({1, 3, 5, 5}, DType::Float32, 1).to(kGpu);
+  (void)conv2d(warm, random_quarters({2, 3, 3, 3}, DType::Float32, 2).to(kGpu));
+  synchronize(stream);
+
+  const Tensor input = random_quarters(c.input, DType::Float32, 3);
+  const Tensor weight = random_quarters(c.weight, DType::Float32, 4);
+  const Tensor bias = random_quarters({5}, DType::Float32, 5);
+  const Tensor grad = random_quarters(output_sizes(c, input, weight), DType::Float32, 6);
+  const Tensor gpu_input = input.to(kGpu), gpu_weight = weight.to(kGpu), gpu_bias = bias.to(kGpu);
+  const Tensor gpu_grad = grad.to(kGpu);
+  synchronize(stream);
+  auto forward = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return conv2d(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+  };
+  auto backward_input = [&](const Tensor& g, const Tensor& w) {
+    return conv2d_backward_input(g, w, c.input, c.stride, c.padding, c.dilation, c.groups);
+  };
+  auto backward_weight = [&](const Tensor& g, const Tensor& x) {
+    return conv2d_backward_weight(g, x, c.weight, c.stride, c.padding, c.dilation, c.groups);
+  };
+
+  DeviceGraph graph(kGpu);
+  graph.begin_capture(stream);
+  const Tensor out = forward(gpu_input, gpu_weight, gpu_bias);
+  const Tensor grad_input = backward_input(gpu_grad, gpu_weight);
+  const Tensor grad_weight = backward_weight(gpu_grad, gpu_input);
+  graph.end_capture();
+  EXPECT_GE(graph.num_nodes(), 3u);
+
+  graph.replay();
+  expect_parity(forward(input, weight, bias), out, "conv2d, first replay");
+  expect_parity(backward_input(grad, weight), grad_input, "conv2d_backward_input, first replay");
+  expect_parity(backward_weight(grad, input), grad_weight, "conv2d_backward_weight, first replay");
+  const Tensor input2 = random_quarters(c.input, DType::Float32, 7);
+  const Tensor grad2 = random_quarters(grad.sizes(), DType::Float32, 8);
+  gpu_input.copy_(input2);  // new values in the captured inputs' memory
+  gpu_grad.copy_(grad2);
+  graph.replay();
+  expect_parity(forward(input2, weight, bias), out, "conv2d, second replay");
+  expect_parity(backward_input(grad2, weight), grad_input, "conv2d_backward_input, second replay");
+  expect_parity(backward_weight(grad2, input2), grad_weight,
+                "conv2d_backward_weight, second replay");
+}
+
+}  // namespace
+}  // namespace grove::ops
