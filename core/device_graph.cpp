@@ -59,14 +59,24 @@ void DeviceGraph::begin_capture(Stream stream, PoolId pool) {
   // Set up the route, the generator's capture and the backend's capture in that order; if a
   // step fails, undo the ones before it so that nothing is left half-capturing (a stream still
   // routed to a pool, or the default generator stuck handing out cell-relative offsets).
-  auto cell = std::make_unique<PhiloxCell>();
+  // The cell is made before the capture begins: a CUDA cell is a cudaMalloc, which a capture
+  // would refuse. One cell per graph, kept across recaptures until reset().
+  CaptureBackend& backend = capture_backend_for(device_);
+  if (rng_cell_ == nullptr) {
+    try {
+      rng_cell_ = backend.new_philox_cell(device_);
+    } catch (...) {
+      allocator.release_pool(pool);
+      throw;
+    }
+  }
   Generator& generator = default_generator(device_);
   try {
     allocator.begin_allocate_to_pool(stream, pool);
     try {
-      generator.begin_capture(cell.get());
+      generator.begin_capture(rng_cell_);
       try {
-        capture_backend_for(device_).begin_capture(stream);
+        backend.begin_capture(stream);
       } catch (...) {
         generator.end_capture();
         throw;
@@ -81,7 +91,6 @@ void DeviceGraph::begin_capture(Stream stream, PoolId pool) {
   }
   pool_ = pool;
   stream_ = stream;
-  rng_cell_ = std::move(cell);
   capturing_ = true;
 }
 
@@ -113,7 +122,8 @@ void DeviceGraph::replay() {
               "replay: nothing was captured; call begin_capture and "
               "end_capture first");
   if (rng_counters_per_replay_ > 0) {
-    default_generator(device_).prepare_replay(rng_cell_.get(), rng_counters_per_replay_);
+    const PhiloxCell values = default_generator(device_).reserve_replay(rng_counters_per_replay_);
+    capture_backend_for(device_).write_philox_cell(stream_, rng_cell_, values);
   }
   work_->replay(stream_);
 }
@@ -121,6 +131,10 @@ void DeviceGraph::replay() {
 void DeviceGraph::reset() {
   if (capturing_) end_capture();
   work_.reset();
+  rng_counters_per_replay_ = 0;
+  if (rng_cell_ != nullptr) {
+    capture_backend_for(device_).delete_philox_cell(device_, std::exchange(rng_cell_, nullptr));
+  }
   if (pool_.is_private()) {
     allocator_for(device_).release_pool(std::exchange(pool_, PoolId{}));
   }

@@ -16,7 +16,9 @@
 //
 // Random numbers: while a graph captures, the device's default generator hands out offsets
 // relative to a cell the graph owns; each replay writes the generator's current seed and offset
-// into the cell and advances the generator, so every replay draws fresh numbers (rng.h).
+// into the cell, in stream order, and advances the generator, so every replay draws fresh
+// numbers. The backend decides where the cell lives (host or device memory) and how it is
+// written: Note [Random numbers in captured graphs] in rng.h.
 //
 // Not thread-safe; one capture per stream at a time.
 #pragma once
@@ -48,6 +50,17 @@ class CaptureBackend {
   virtual bool this_thread_is_capturing() = 0;
   virtual void begin_capture(Stream stream) = 0;
   virtual std::unique_ptr<CapturedWork> end_capture(Stream stream) = 0;
+
+  // The PhiloxCell of a graph: made before its capture begins (never while capturing), deleted
+  // when the graph is reset, and written before each replay so that work queued on `stream`
+  // before the write still sees the old values and work queued after sees `values`. The
+  // defaults keep the cell in host memory and write it at once, which suits a backend whose
+  // replays run immediately (the CPU); see Note [Random numbers in captured graphs] in rng.h.
+  virtual PhiloxCell* new_philox_cell(Device /*device*/) { return new PhiloxCell(); }
+  virtual void delete_philox_cell(Device /*device*/, PhiloxCell* cell) { delete cell; }
+  virtual void write_philox_cell(Stream /*stream*/, PhiloxCell* cell, const PhiloxCell& values) {
+    *cell = values;
+  }
 };
 
 CaptureBackend& capture_backend_for(Device device);
@@ -66,7 +79,7 @@ class DeviceGraph {
   void end_capture();
   // Runs the captured work again, on the capture stream.
   void replay();
-  // Drops the captured work and releases the pool.
+  // Drops the captured work and the RNG cell, and releases the pool.
   void reset();
 
   Device device() const { return device_; }
@@ -81,7 +94,7 @@ class DeviceGraph {
   PoolId pool_;
   bool capturing_ = false;
   std::unique_ptr<CapturedWork> work_;
-  std::unique_ptr<PhiloxCell> rng_cell_;
+  PhiloxCell* rng_cell_ = nullptr;  // from the backend's new_philox_cell; may be device memory
   std::uint64_t rng_counters_per_replay_ = 0;
 };
 

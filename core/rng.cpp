@@ -89,11 +89,11 @@ std::uint64_t Generator::end_capture() {
   return capture_offset_;
 }
 
-void Generator::prepare_replay(PhiloxCell* cell, std::uint64_t counters) {
+PhiloxCell Generator::reserve_replay(std::uint64_t counters) {
   std::lock_guard<std::mutex> lock(mutex_);
-  cell->seed = seed_;
-  cell->offset = offset_;
+  const PhiloxCell values{seed_, offset_};
   offset_ += counters;
+  return values;
 }
 
 namespace {

@@ -10,9 +10,19 @@
 // A captured kernel is replayed with the arguments it was captured with, so a seed and offset
 // baked into it would repeat the same numbers on every replay. While a graph captures, reserve()
 // instead returns offsets relative to a PhiloxCell owned by the graph, and the kernel reads the
-// cell when it runs (PhiloxArgs::resolve). Before each replay the graph writes the generator's
-// current seed and offset into the cell and advances the generator by what the capture used, so
-// replays draw fresh numbers and eager calls never reuse a replay's counters.
+// cell when it runs (PhiloxArgs::resolve on the host, its device twin in ops/cuda/philox.cuh).
+// Before each replay the graph takes the generator's current seed and offset and advances the
+// generator by what the capture used (reserve_replay), so replays draw fresh numbers and eager
+// calls never reuse a replay's counters.
+//
+// Where the cell lives and how it is written belong to the graph's CaptureBackend
+// (core/device_graph.h): a CPU graph's cell is host memory, written directly, since CPU replays
+// run at once. A CUDA graph's cell is device memory (a kernel cannot read host memory),
+// allocated before the capture begins; a replay is asynchronous, and the previous replay may
+// still be queued, so writing the cell from the host would race with it. Instead the new
+// {seed, offset} is copied into the cell on the replay stream just before the graph launch
+// (cudaMemcpyAsync from a pinned slot that is not reused until that copy is done), so each of
+// several back-to-back replays sees its own values.
 #pragma once
 
 #include <array>
@@ -26,7 +36,8 @@ namespace grove {
 
 inline constexpr std::uint64_t kDefaultSeed = 67280421310721ULL;
 
-// Seed and base offset read by captured kernels at run time.
+// Seed and base offset read by captured kernels at run time: host memory for CPU graphs, device
+// memory for CUDA graphs (see the Note above).
 struct PhiloxCell {
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;
@@ -36,9 +47,10 @@ struct PhiloxCell {
 struct PhiloxArgs {
   std::uint64_t seed = 0;
   std::uint64_t offset = 0;          // absolute, or relative to *cell when captured
-  const PhiloxCell* cell = nullptr;  // set while capturing
+  const PhiloxCell* cell = nullptr;  // set while capturing; a device pointer for CUDA graphs
 
-  // The seed and first counter to use, read when the kernel runs.
+  // The seed and first counter to use, read when the kernel runs (host kernels only: a CUDA
+  // kernel reads a device cell with its own twin of this function).
   std::pair<std::uint64_t, std::uint64_t> resolve() const {
     if (cell != nullptr) return {cell->seed, cell->offset + offset};
     return {seed, offset};
@@ -74,7 +86,8 @@ class Generator {
   // Used by DeviceGraph. See Note [Random numbers in captured graphs].
   void begin_capture(PhiloxCell* cell);
   std::uint64_t end_capture();  // returns the counters the capture reserved
-  void prepare_replay(PhiloxCell* cell, std::uint64_t counters);
+  // The seed and offset a replay's cell must hold; advances the generator by `counters`.
+  PhiloxCell reserve_replay(std::uint64_t counters);
 
  private:
   mutable std::mutex mutex_;

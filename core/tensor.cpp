@@ -9,6 +9,7 @@
 #include "core/autograd_hooks.h"
 #include "core/copy_kernel.h"
 #include "core/cuda/cuda_backend.h"
+#include "core/data_ptr.h"
 #include "core/stream.h"
 
 namespace grove {
@@ -164,7 +165,7 @@ bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
 
 }  // namespace
 
-const Tensor& Tensor::copy_(const Tensor& src) const {
+const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   GROVE_CHECK(src.defined(), "copy_: the source tensor is undefined");
   check_writable(*this, "copy_");
   report_write(*this, &src, "copy_");
@@ -175,7 +176,7 @@ const Tensor& Tensor::copy_(const Tensor& src) const {
   if (src.device() == device()) {
     launch_copy(*this, source);
   } else {
-    cuda_backend::copy_between_devices(*this, source);  // the host and a CUDA device
+    cuda_backend::copy_between_devices(*this, source, non_blocking);  // host and CUDA device
   }
   bump_version();
   return *this;
@@ -200,12 +201,12 @@ Tensor Tensor::clone() const {
   return result;
 }
 
-Tensor Tensor::to(Device target) const {
+Tensor Tensor::to(Device target, bool non_blocking) const {
   if (target == device()) return *this;
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(target));
   // The source is detached so that the write check does not see a tensor that requires
   // gradients; the copy as a whole is reported to autograd below.
-  result.copy_(detach());
+  result.copy_(detach(), non_blocking);
   report_copy(*this, result);
   return result;
 }
@@ -216,6 +217,23 @@ Tensor Tensor::to(DType target) const {
   launch_copy(result, *this);
   report_copy(*this, result);
   return result;
+}
+
+Tensor Tensor::pin_memory() const {
+  GROVE_CHECK(device().is_cpu(), "pin_memory: expected a CPU tensor, but got one on ", device(),
+              " (only host memory can be pinned)");
+  if (is_pinned()) return *this;
+  const std::size_t bytes = nbytes();
+  StoragePtr storage = Storage::wrap(cuda_backend::allocate_pinned(bytes), bytes);
+  Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), dtype(), sizes(),
+                                               contiguous_strides(sizes()), 0));
+  launch_copy(result, detach());  // a CPU copy: done when it returns
+  report_copy(*this, result);
+  return result;
+}
+
+bool Tensor::is_pinned() const {
+  return device().is_cpu() && cuda_backend::is_pinned(storage()->unchecked_data());
 }
 
 Tensor Tensor::detach() const {

@@ -150,13 +150,27 @@ class Tensor {
   // --- copies ---
   Tensor contiguous() const;  // itself if already contiguous
   Tensor clone() const;       // a new contiguous tensor with the same values
-  Tensor to(Device device) const;
+  // With non_blocking, a copy between a CUDA device and pinned host memory (pin_memory) is only
+  // queued on the current stream; see copy_.
+  Tensor to(Device device, bool non_blocking = false) const;
   Tensor to(DType dtype) const;
   Tensor detach() const;  // same data, no autograd history, requires_grad false
 
+  // --- pinned host memory (for the data loader) ---
+  // A contiguous CPU copy in page-locked memory from the CUDA backend's caching host allocator
+  // (itself if it is already pinned), so that copies to a device may be asynchronous. Throws
+  // "no CUDA device is available" without one. See Note [Reuse of pinned host blocks] in
+  // core/cuda/pinned_memory.h.
+  Tensor pin_memory() const;
+  // True if this CPU tensor's data lies in pinned memory; false for every other tensor.
+  bool is_pinned() const;
+
   // --- in-place (bump the version counter) ---
-  // Copies src into this tensor, broadcasting src and converting its dtype.
-  const Tensor& copy_(const Tensor& src) const;
+  // Copies src into this tensor, broadcasting src and converting its dtype. With non_blocking,
+  // a dense copy from pinned host memory to a CUDA device, or from a CUDA device into pinned host
+  // memory, returns before it is done (synchronise the stream before reading or reusing those
+  // host bytes); every other copy ignores the flag.
+  const Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
   const Tensor& fill_(const Scalar& value) const;
   const Tensor& zero_() const { return fill_(0); }
 

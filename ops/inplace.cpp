@@ -8,6 +8,7 @@
 #include "ops/broadcast.h"
 #include "ops/cpu/inplace.h"
 #include "ops/cuda/inplace.h"
+#include "ops/cuda/random.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -130,8 +131,9 @@ constexpr OpEntry kAddcdiv{OpKind::Addcdiv, infer_addcdiv, cpu::update, GROVE_CU
 constexpr OpEntry kLerp{OpKind::Lerp, infer_lerp, cpu::update, GROVE_CUDA_KERNEL(update)};
 constexpr OpEntry kFill{OpKind::Fill, infer_fill, cpu::fill, GROVE_CUDA_KERNEL(fill)};
 constexpr OpEntry kCopy{OpKind::Copy, infer_copy, cpu::copy, GROVE_CUDA_KERNEL(copy)};
-constexpr OpEntry kUniform{OpKind::Uniform, infer_uniform, cpu::uniform, nullptr};
-constexpr OpEntry kNormal{OpKind::Normal, infer_normal, cpu::normal, nullptr};
+constexpr OpEntry kUniform{OpKind::Uniform, infer_uniform, cpu::uniform,
+                           GROVE_CUDA_KERNEL(uniform)};
+constexpr OpEntry kNormal{OpKind::Normal, infer_normal, cpu::normal, GROVE_CUDA_KERNEL(normal)};
 
 const Tensor& run(const OpEntry& entry, const Tensor& x, std::initializer_list<Tensor> inputs,
                   const OpAttributes& attributes) {

@@ -1,5 +1,5 @@
 // Random ops: argument checks, output shapes and the user functions; kernels are in
-// ops/cpu/random.cpp.
+// ops/cpu/random.cpp and ops/cuda/random.cu.
 //
 // Factories have no inputs to take a device from, and OpAttributes has no device field, so the
 // device travels at the front of `ints`: ints = [device type, device index, sizes...] (randint:
@@ -10,6 +10,7 @@
 
 #include "core/stream.h"
 #include "ops/cpu/random.h"
+#include "ops/cuda/random.h"
 
 namespace grove::ops {
 namespace {
@@ -68,11 +69,14 @@ void infer_dropout(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // ints: see the top of this file; dtype: output dtype; generator: null for the default one.
-constexpr OpEntry kRand{OpKind::Rand, infer_floating_factory, cpu::rand, nullptr};
-constexpr OpEntry kRandn{OpKind::Randn, infer_floating_factory, cpu::randn, nullptr};
-constexpr OpEntry kRandint{OpKind::Randint, infer_randint, cpu::randint, nullptr};
+constexpr OpEntry kRand{OpKind::Rand, infer_floating_factory, cpu::rand, GROVE_CUDA_KERNEL(rand)};
+constexpr OpEntry kRandn{OpKind::Randn, infer_floating_factory, cpu::randn,
+                         GROVE_CUDA_KERNEL(randn)};
+constexpr OpEntry kRandint{OpKind::Randint, infer_randint, cpu::randint,
+                           GROVE_CUDA_KERNEL(randint)};
 // reals[0]: p; flag: training (always true when dispatched); outputs: result, bool keep mask.
-constexpr OpEntry kDropout{OpKind::Dropout, infer_dropout, cpu::dropout, nullptr};
+constexpr OpEntry kDropout{OpKind::Dropout, infer_dropout, cpu::dropout,
+                           GROVE_CUDA_KERNEL(dropout)};
 
 Tensor floating_factory(const OpEntry& entry, IntArrayRef sizes, const TensorOptions& options,
                         Generator* generator) {

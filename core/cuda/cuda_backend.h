@@ -12,12 +12,15 @@
 // Thread safety: all of them may be called from any thread.
 #pragma once
 
+#include <cstddef>
+
 #include "core/device.h"
 
 namespace grove {
 
 class CachingAllocator;
 class CaptureBackend;
+class DataPtr;
 class Scalar;
 class Tensor;
 
@@ -36,8 +39,19 @@ void launch_copy(const Tensor& dst, const Tensor& src);
 void launch_fill(const Tensor& dst, const Scalar& value);
 
 // dst.copy_(src) where one of them is on the CPU and the other on a CUDA device; src already
-// has dst's sizes (possibly as a broadcast view). Blocks until a copy to the host is done.
-void copy_between_devices(const Tensor& dst, const Tensor& src);
+// has dst's sizes (possibly as a broadcast view). Blocks until a copy to the host is done, and
+// until a copy from pinned host memory is done, unless `non_blocking`: then a dense copy from a
+// pinned source, or into a pinned destination, is only queued on the current stream (the host
+// must not touch those bytes until the stream has run it). See Note [Reuse of pinned host
+// blocks] in core/cuda/pinned_memory.h.
+void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blocking = false);
+
+// Page-locked host memory from a caching allocator (core/cuda/pinned_memory.cpp): a block of at
+// least nbytes on the CPU device, owned by the returned DataPtr. Needs a CUDA device.
+DataPtr allocate_pinned(std::size_t nbytes);
+// True if ptr lies in pinned memory from allocate_pinned that is allocated now. Never throws;
+// false in a build without CUDA.
+bool is_pinned(const void* ptr);
 
 }  // namespace cuda_backend
 }  // namespace grove

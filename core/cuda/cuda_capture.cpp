@@ -8,7 +8,11 @@
 // user gets a grove::Error and the capture is not invalidated. end_capture is
 // cudaStreamEndCapture + cudaGraphInstantiate; replay is cudaGraphLaunch on the given stream
 // (asynchronous, like any launch). The private pool of the capture is the DeviceGraph's business
-// (Note [Private pools during capture]); this backend never allocates device memory.
+// (Note [Private pools during capture]); the only device memory this backend allocates is each
+// graph's PhiloxCell (16 bytes, cudaMalloc'd before the capture begins), which it writes before
+// every replay with a stream-ordered copy from a ring of pinned host slots: see Note [Random
+// numbers in captured graphs] in core/rng.h.
+#include <array>
 #include <memory>
 #include <mutex>
 
@@ -44,6 +48,54 @@ class CudaCapturedWork final : public CapturedWork {
   cudaGraph_t graph_;
   cudaGraphExec_t exec_;
   std::size_t num_nodes_;
+};
+
+// Pinned host slots that the values of a PhiloxCell are copied from. A slot is written again
+// only after the copy that last read it has finished (its event), so the host never changes
+// bytes a queued copy has yet to read. With kSlots slots, a writer waits only when kSlots
+// replays are queued and the oldest has not started.
+class PhiloxCellWriter {
+ public:
+  void write(Stream stream, PhiloxCell* cell, const PhiloxCell& values) {
+    cudaStream_t cuda = cuda_stream(stream);
+    std::lock_guard<std::mutex> lock(mutex_);
+    DeviceGuard guard(stream.device);
+    if (host_ == nullptr) {
+      void* memory = nullptr;
+      GROVE_CUDA_CHECK(cudaHostAlloc(&memory, kSlots * sizeof(PhiloxCell), cudaHostAllocPortable));
+      host_ = static_cast<PhiloxCell*>(memory);
+    }
+    const std::size_t index = next_++ % kSlots;
+    Slot& slot = slots_[index];
+    if (slot.event != nullptr) {
+      // Waits for the copy that last read this slot (done long ago unless kSlots are queued).
+      GROVE_CUDA_CHECK(cudaEventSynchronize(slot.event));
+      if (slot.device != stream.device) {
+        DeviceGuard old(slot.device);
+        GROVE_CUDA_CHECK(cudaEventDestroy(slot.event));
+        slot.event = nullptr;
+      }
+    }
+    if (slot.event == nullptr) {
+      GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&slot.event, cudaEventDisableTiming));
+      slot.device = stream.device;
+    }
+    host_[index] = values;
+    GROVE_CUDA_CHECK(
+        cudaMemcpyAsync(cell, &host_[index], sizeof(PhiloxCell), cudaMemcpyHostToDevice, cuda));
+    GROVE_CUDA_CHECK(cudaEventRecord(slot.event, cuda));
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 256;
+  struct Slot {
+    cudaEvent_t event = nullptr;
+    Device device;
+  };
+  std::mutex mutex_;
+  PhiloxCell* host_ = nullptr;  // kSlots cells of pinned memory, never freed (like streams)
+  std::array<Slot, kSlots> slots_{};
+  std::size_t next_ = 0;
 };
 
 // Captures begun and not yet ended by the calling thread (thread-local capture mode refuses
@@ -102,6 +154,31 @@ class CudaCaptureBackend final : public CaptureBackend {
     }
     return std::make_unique<CudaCapturedWork>(stream.device, graph, exec, num_nodes);
   }
+
+  PhiloxCell* new_philox_cell(Device device) override {
+    check_device(device, "a CUDA graph's random number cell");
+    DeviceGuard guard(device);
+    void* cell = nullptr;
+    GROVE_CUDA_CHECK(cudaMalloc(&cell, sizeof(PhiloxCell)));
+    // Zero until the first replay writes it (a kernel never reads it before then).
+    GROVE_CUDA_CHECK(cudaMemset(cell, 0, sizeof(PhiloxCell)));
+    return static_cast<PhiloxCell*>(cell);
+  }
+
+  void delete_philox_cell(Device device, PhiloxCell* cell) override {
+    DeviceGuard guard(device);
+    // A replay may still be queued; cudaFree waits for the device's work in flight before it
+    // frees. The relaxed mode lets a graph be reset while this thread captures another one.
+    RelaxedCaptureModeGuard relaxed;
+    GROVE_CUDA_CHECK(cudaFree(cell));
+  }
+
+  void write_philox_cell(Stream stream, PhiloxCell* cell, const PhiloxCell& values) override {
+    writer_.write(stream, cell, values);
+  }
+
+ private:
+  PhiloxCellWriter writer_;
 };
 
 }  // namespace

@@ -7,13 +7,19 @@
 // then scattered into the destination on the side it goes to. A copy to the host synchronises
 // the stream before it returns, since CPU code reads the result at once; a copy from the
 // host's (pageable) memory returns once CUDA has taken the bytes, so the source may be freed.
-// Both are refused while the thread captures a graph, as CUDA refuses them.
+// Pinned host memory (Tensor::pin_memory) is the exception the data loader needs: with
+// non_blocking, a dense copy from a pinned source or into a pinned destination is only queued,
+// and an event recorded after it keeps the pinned block from being reused before the copy is done
+// (Note [Reuse of pinned host blocks] in pinned_memory.h); without non_blocking the copy waits
+// for the stream, as one from pageable memory would. Both directions are refused while the
+// thread captures a graph, as CUDA refuses them.
 #include <cstring>
 
 #include "core/copy_kernel.h"
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/pinned_memory.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
 
@@ -47,7 +53,7 @@ void launch_fill(const Tensor& dst, const Scalar& value) {
   fill_kernel(dst.data_ptr(), dst.dtype(), value_bits, loop, stream);
 }
 
-void copy_between_devices(const Tensor& dst, const Tensor& src) {
+void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
   GROVE_CHECK(dst.device().is_cpu() || src.device().is_cpu(), "copy_: copying from ", src.device(),
               " to ", dst.device(),
               " directly is not supported yet; copy through the host (.to(kCPU).to(device))");
@@ -56,7 +62,8 @@ void copy_between_devices(const Tensor& dst, const Tensor& src) {
   check_not_capturing(device, "copy_ between the host and a CUDA device");
   if (dst.numel() == 0) return;
   const std::size_t nbytes = static_cast<std::size_t>(dst.numel()) * element_size(dst.dtype());
-  cudaStream_t stream = cuda_stream(current_stream(device));
+  const Stream grove_stream = current_stream(device);
+  cudaStream_t stream = cuda_stream(grove_stream);
   DeviceGuard guard(device);
   if (dst.device().is_cuda()) {
     // host -> device. The source, dense and in dst's dtype, on the host (a no-op if it is).
@@ -66,6 +73,11 @@ void copy_between_devices(const Tensor& dst, const Tensor& src) {
     GROVE_CUDA_CHECK(cudaMemcpyAsync(landing.data_ptr(), host.data_ptr(), nbytes,
                                      cudaMemcpyHostToDevice, stream));
     if (!direct) cuda_backend::launch_copy(dst, landing);
+    if (is_pinned(host.data_ptr())) {
+      // From pinned memory the copy is truly asynchronous.
+      record_pinned_use(host.data_ptr(), grove_stream);
+      if (!non_blocking) GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    }
   } else {
     // device -> host. The source, dense and in dst's dtype, on the device.
     const Tensor dense = src.to(dst.dtype()).contiguous();
@@ -73,6 +85,10 @@ void copy_between_devices(const Tensor& dst, const Tensor& src) {
     const Tensor landing = direct ? dst : empty_like(dst);
     GROVE_CUDA_CHECK(cudaMemcpyAsync(landing.data_ptr(), dense.data_ptr(), nbytes,
                                      cudaMemcpyDeviceToHost, stream));
+    if (direct && non_blocking && is_pinned(dst.data_ptr())) {
+      record_pinned_use(dst.data_ptr(), grove_stream);
+      return;  // the caller synchronises the stream before reading dst
+    }
     GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (!direct) grove::launch_copy(dst, landing);
   }

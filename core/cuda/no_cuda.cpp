@@ -3,6 +3,7 @@
 // See core/cuda/cuda_backend.h.
 #include "core/cuda/cuda_backend.h"
 
+#include "core/data_ptr.h"
 #include "core/error.h"
 #include "core/tensor.h"
 
@@ -41,8 +42,14 @@ void launch_copy(const Tensor& dst, const Tensor& /*src*/) {
 void launch_fill(const Tensor& dst, const Scalar& /*value*/) {
   refuse(dst.device(), "fill_");
 }
-void copy_between_devices(const Tensor& dst, const Tensor& src) {
+void copy_between_devices(const Tensor& dst, const Tensor& src, bool /*non_blocking*/) {
   refuse(dst.device().is_cuda() ? dst.device() : src.device(), "copy_");
+}
+DataPtr allocate_pinned(std::size_t /*nbytes*/) {
+  refuse(cuda(0), "pin_memory (page-locked host memory)");
+}
+bool is_pinned(const void* /*ptr*/) {
+  return false;
 }
 
 }  // namespace cuda_backend
