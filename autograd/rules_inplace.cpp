@@ -81,6 +81,9 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::Copy, D::Rule, 0, 0, false, copy_backward},
     {OpKind::Uniform, D::Rule, 0, 0, false, overwrite_backward},
     {OpKind::Normal, D::Rule, 0, 0, false, overwrite_backward},
+    // The fused optimizer updates (ops/optim.h) run under NoGradGuard: an optimizer step is not
+    // part of any graph, so they have no derivative and refuse to be recorded.
+    {OpKind::SgdStep, D::NoRule}, {OpKind::AdamwStep, D::NoRule},
 };
 // clang-format on
 

@@ -38,6 +38,8 @@ namespace grove::ops {
   X(AddInplace, "add_") X(MulInplace, "mul_") X(Addcmul, "addcmul_")                        \
   X(Addcdiv, "addcdiv_") X(Lerp, "lerp_") X(Fill, "fill_") X(Copy, "copy_")                \
   X(Uniform, "uniform_") X(Normal, "normal_")                                               \
+  /* optim.h: fused optimizer updates */                                                    \
+  X(SgdStep, "sgd_") X(AdamwStep, "adamw_")                                                 \
   /* reduce.h */                                                                            \
   X(Sum, "sum") X(Mean, "mean") X(Max, "max") X(Argmax, "argmax") X(Var, "var")             \
   /* linalg.h */                                                                            \

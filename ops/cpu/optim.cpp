@@ -1,0 +1,102 @@
+// CPU kernels of the fused optimizer updates: one StridedLoop over the parameter, the gradient
+// and the state tensors, and the shared per-element formulas of ops/optim_math.h. AdamW's step
+// is read when the kernel runs (not when it is launched), so a captured step replays correctly.
+#include "ops/cpu/optim.h"
+
+#include <type_traits>
+
+#include "core/strided_loop.h"
+#include "ops/optim_math.h"
+
+namespace grove::ops::cpu {
+namespace {
+
+// Builds the loop over the first kOperands inputs; a missing input (SGD without velocity)
+// borrows the parameter's strides and is never read.
+template <int kOperands>
+StridedLoop<kOperands> loop_over(const OpCall& call) {
+  IntArrayRef strides[kOperands];
+  for (int k = 0; k < kOperands; ++k) {
+    const auto index = static_cast<std::size_t>(k);
+    strides[k] = index < call.inputs.size() ? call.input(index).strides()
+                                            : call.input(0).strides();
+  }
+  return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
+}
+
+template <typename T>
+T* data_of(const OpCall& call, std::size_t index) {
+  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
+}
+
+template <typename T>
+void sgd_typed(const OpCall& call) {
+  const auto& reals = call.attributes.reals;
+  const SgdCoefficients<T> c{static_cast<T>(reals[0]), static_cast<T>(reals[1]),
+                             static_cast<T>(reals[2]), call.attributes.flag,
+                             call.inputs.size() == 3};
+  const StridedLoop<3> loop = loop_over<3>(call);
+  T* param = data_of<T>(call, 0);
+  const T* grad = data_of<T>(call, 1);
+  T* velocity = data_of<T>(call, 2);
+  launch_cpu(current_stream(call.input(0).device()), [=] {
+    const int last = loop.ndim - 1;
+    for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        T* v = c.has_velocity ? velocity + offset[2] + j * loop.strides[2][last] : nullptr;
+        sgd_element(param[offset[0] + j * loop.strides[0][last]],
+                    grad[offset[1] + j * loop.strides[1][last]], v, c);
+      }
+    });
+  });
+}
+
+template <typename T>
+void adamw_typed(const OpCall& call) {
+  const auto& reals = call.attributes.reals;
+  const double lr = reals[0];
+  const double beta1 = reals[1];
+  const double beta2 = reals[2];
+  AdamwCoefficients<T> c{};
+  c.lr = static_cast<T>(lr);
+  c.beta1 = static_cast<T>(beta1);
+  c.beta2 = static_cast<T>(beta2);
+  c.eps = static_cast<T>(reals[3]);
+  c.decay_factor = static_cast<T>(1.0 - lr * call.attributes.scalar.to<double>());
+  const StridedLoop<4> loop = loop_over<4>(call);
+  T* param = data_of<T>(call, 0);
+  const T* grad = data_of<T>(call, 1);
+  T* exp_avg = data_of<T>(call, 2);
+  T* exp_avg_sq = data_of<T>(call, 3);
+  const void* step = call.input(4).data_ptr();
+  const int step_dtype = static_cast<int>(call.input(4).dtype());
+  launch_cpu(current_stream(call.input(0).device()), [=] {
+    AdamwCoefficients<T> coefficients = c;
+    set_adamw_step(coefficients, lr, beta1, beta2, read_step(step, step_dtype));
+    const int last = loop.ndim - 1;
+    for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        adamw_element(param[offset[0] + j * loop.strides[0][last]],
+                      grad[offset[1] + j * loop.strides[1][last]],
+                      exp_avg[offset[2] + j * loop.strides[2][last]],
+                      exp_avg_sq[offset[3] + j * loop.strides[3][last]], coefficients);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
+  if (call.input(0).numel() == 0) return;
+  if (call.input(0).dtype() == DType::Float32) return sgd_typed<float>(call);
+  sgd_typed<double>(call);
+}
+
+void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
+  if (call.input(0).numel() == 0) return;
+  if (call.input(0).dtype() == DType::Float32) return adamw_typed<float>(call);
+  adamw_typed<double>(call);
+}
+
+}  // namespace grove::ops::cpu

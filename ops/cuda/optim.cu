@@ -1,0 +1,112 @@
+// CUDA kernels of the fused optimizer updates; ops/cpu/optim.cpp is the reference and
+// ops/optim_math.h holds the per-element formulas both use.
+//
+// One grid-stride kernel per call over a StridedLoop of (param, grad, states): make_loop merges
+// dense tensors into one dimension, so the usual contiguous parameter needs no index division.
+// AdamW reads its step from device memory when the kernel runs and computes the bias
+// corrections then, so a captured step stays correct on every replay.
+#include <cuda_runtime_api.h>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/optim.h"
+#include "ops/optim_math.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+template <typename T>
+__global__ void sgd_kernel(T* param, const T* grad, T* velocity, const SgdCoefficients<T> c,
+                           const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[3];
+    offsets_of<3>(loop, i, offsets);
+    sgd_element(param[offsets[0]], grad[offsets[1]],
+                c.has_velocity ? velocity + offsets[2] : nullptr, c);
+  }
+}
+
+template <typename T>
+__global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
+                             const void* step, int step_dtype, AdamwCoefficients<T> c, double lr,
+                             double beta1, double beta2,
+                             const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+  set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[4];
+    offsets_of<4>(loop, i, offsets);
+    adamw_element(param[offsets[0]], grad[offsets[1]], exp_avg[offsets[2]],
+                  exp_avg_sq[offsets[3]], c);
+  }
+}
+
+template <int kOperands>
+StridedLoop<kOperands> loop_over(const OpCall& call) {
+  IntArrayRef strides[kOperands];
+  for (int k = 0; k < kOperands; ++k) {
+    const auto index = static_cast<std::size_t>(k);
+    strides[k] = index < call.inputs.size() ? call.input(index).strides()
+                                            : call.input(0).strides();
+  }
+  return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
+}
+
+template <typename T>
+T* data_of(const OpCall& call, std::size_t index) {
+  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
+}
+
+cudaStream_t stream_of(const Tensor& t) {
+  return cuda_backend::cuda_stream(current_stream(t.device()));
+}
+
+template <typename T>
+void sgd_typed(const OpCall& call) {
+  const auto& reals = call.attributes.reals;
+  const SgdCoefficients<T> c{static_cast<T>(reals[0]), static_cast<T>(reals[1]),
+                             static_cast<T>(reals[2]), call.attributes.flag,
+                             call.inputs.size() == 3};
+  const Tensor& param = call.input(0);
+  const std::int64_t n = param.numel();
+  sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
+      data_of<T>(call, 0), data_of<T>(call, 1), data_of<T>(call, 2), c, loop_over<3>(call), n);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void adamw_typed(const OpCall& call) {
+  const auto& reals = call.attributes.reals;
+  AdamwCoefficients<T> c{};
+  c.lr = static_cast<T>(reals[0]);
+  c.beta1 = static_cast<T>(reals[1]);
+  c.beta2 = static_cast<T>(reals[2]);
+  c.eps = static_cast<T>(reals[3]);
+  c.decay_factor = static_cast<T>(1.0 - reals[0] * call.attributes.scalar.to<double>());
+  const Tensor& param = call.input(0);
+  const std::int64_t n = param.numel();
+  adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
+      data_of<T>(call, 0), data_of<T>(call, 1), data_of<T>(call, 2), data_of<T>(call, 3),
+      call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c, reals[0], reals[1],
+      reals[2], loop_over<4>(call), n);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
+  const Tensor& param = call.input(0);
+  if (param.numel() == 0) return;
+  cuda_backend::DeviceGuard guard(param.device());
+  if (param.dtype() == DType::Float32) return sgd_typed<float>(call);
+  sgd_typed<double>(call);
+}
+
+void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
+  const Tensor& param = call.input(0);
+  if (param.numel() == 0) return;
+  cuda_backend::DeviceGuard guard(param.device());
+  if (param.dtype() == DType::Float32) return adamw_typed<float>(call);
+  adamw_typed<double>(call);
+}
+
+}  // namespace grove::ops::cuda

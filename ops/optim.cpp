@@ -1,0 +1,124 @@
+// Fused optimizer updates: argument checks and the user functions. Kernels are in
+// ops/cpu/optim.cpp and ops/cuda/optim.cu; the per-element math is shared (ops/optim_math.h).
+#include "ops/optim.h"
+
+#include <cmath>
+
+#include "ops/cpu/optim.h"
+#include "ops/cuda/kernel_entry.h"
+#include "ops/cuda/optim.h"
+#include "ops/dispatch.h"
+
+namespace grove::ops {
+namespace {
+
+// The highest byte any element of `t` touches, plus one (strides are never negative).
+const char* end_of(const Tensor& t) {
+  std::int64_t last = 0;
+  for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
+  return static_cast<const char*>(t.data_ptr()) + (last + 1) * static_cast<std::int64_t>(element_size(t.dtype()));
+}
+
+bool overlap(const Tensor& a, const Tensor& b) {
+  if (!a.is_alias_of(b) || a.numel() == 0 || b.numel() == 0) return false;
+  const char* a_begin = static_cast<const char*>(a.data_ptr());
+  const char* b_begin = static_cast<const char*>(b.data_ptr());
+  return a_begin < end_of(b) && b_begin < end_of(a);
+}
+
+// Inputs [0, tensors) are parameter, gradient and states: one floating dtype, one shape, no
+// overlap. `names` names them for the messages.
+void check_tensors(const OpCall& call, std::size_t tensors, const char* const* names) {
+  const Tensor& param = call.input(0);
+  GROVE_OP_CHECK(call, param.dtype() == DType::Float32 || param.dtype() == DType::Float64,
+                 "expected a float32 or float64 parameter, but got ", param.dtype());
+  for (std::size_t i = 1; i < tensors; ++i) {
+    const Tensor& t = call.input(i);
+    GROVE_OP_CHECK(call, t.dtype() == param.dtype(), "expected ", names[i],
+                   " to have the parameter's dtype ", param.dtype(), ", but got ", t.dtype());
+    GROVE_OP_CHECK(call, t.sizes() == param.sizes(), "expected ", names[i],
+                   " to have the parameter's sizes ", param.sizes(), ", but got ", t.sizes());
+  }
+  for (std::size_t i = 0; i < tensors; ++i) {
+    for (std::size_t j = i + 1; j < tensors; ++j) {
+      GROVE_OP_CHECK(call, !overlap(call.input(i), call.input(j)), names[i], " and ", names[j],
+                     " share memory; each needs its own (clone() one of them)");
+    }
+  }
+}
+
+void check_hyperparameter(const OpCall& call, const char* name, double value, bool ok,
+                          const char* expected) {
+  GROVE_OP_CHECK(call, std::isfinite(value) && ok, "expected ", name, " ", expected,
+                 ", but got ", value);
+}
+
+// Inputs (param, grad[, velocity]). Attributes: reals = (lr, momentum, weight_decay), flag =
+// nesterov.
+void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
+  static const char* const kNames[] = {"param", "grad", "velocity"};
+  const double lr = call.attributes.reals[0];
+  const double momentum = call.attributes.reals[1];
+  const double weight_decay = call.attributes.reals[2];
+  check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  check_hyperparameter(call, "momentum", momentum, momentum >= 0, ">= 0");
+  check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
+  GROVE_OP_CHECK(call, !call.attributes.flag || momentum > 0,
+                 "nesterov needs momentum > 0, but momentum is ", momentum);
+  GROVE_OP_CHECK(call, momentum == 0 || call.inputs.size() == 3,
+                 "momentum ", momentum, " needs a velocity tensor (zeros_like(param) at first)");
+  check_tensors(call, call.inputs.size(), kNames);
+  outputs.in_place = true;
+}
+
+// Inputs (param, grad, exp_avg, exp_avg_sq, step). Attributes: reals = (lr, beta1, beta2, eps),
+// scalar = weight_decay.
+void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
+  static const char* const kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
+  const auto& reals = call.attributes.reals;
+  const double weight_decay = call.attributes.scalar.to<double>();
+  check_hyperparameter(call, "lr", reals[0], reals[0] >= 0, ">= 0");
+  check_hyperparameter(call, "beta1", reals[1], reals[1] >= 0 && reals[1] < 1, "in [0, 1)");
+  check_hyperparameter(call, "beta2", reals[2], reals[2] >= 0 && reals[2] < 1, "in [0, 1)");
+  check_hyperparameter(call, "eps", reals[3], reals[3] >= 0, ">= 0");
+  check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
+  check_tensors(call, 4, kNames);
+  const Tensor& step = call.input(4);
+  GROVE_OP_CHECK(call, step.numel() == 1 && step.dtype() != DType::Bool,
+                 "expected step to be a one-element numeric tensor holding the step number, "
+                 "but got ", step.dtype(), step.sizes());
+  for (std::size_t i = 0; i < 4; ++i) {
+    GROVE_OP_CHECK(call, !overlap(call.input(i), step), kNames[i],
+                   " shares memory with step; the step needs its own tensor");
+  }
+  outputs.in_place = true;
+}
+
+constexpr OpEntry kSgd{OpKind::SgdStep, infer_sgd, cpu::sgd, GROVE_CUDA_KERNEL(sgd)};
+constexpr OpEntry kAdamw{OpKind::AdamwStep, infer_adamw, cpu::adamw, GROVE_CUDA_KERNEL(adamw)};
+
+}  // namespace
+
+const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
+                   const SgdOptions& options) {
+  OpAttributes attributes;
+  attributes.reals = {options.lr, options.momentum, options.weight_decay, 0.0};
+  attributes.flag = options.nesterov;
+  if (!velocity.defined()) {  // infer refuses this unless momentum is 0
+    dispatch(kSgd, {param, grad}, attributes);
+  } else {
+    dispatch(kSgd, {param, grad, velocity}, attributes);
+  }
+  return param;
+}
+
+const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options) {
+  OpAttributes attributes;
+  attributes.reals = {options.lr, options.beta1, options.beta2, options.eps};
+  attributes.scalar = Scalar(options.weight_decay);
+  dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step}, attributes);
+  return param;
+}
+
+}  // namespace grove::ops

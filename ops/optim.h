@@ -1,0 +1,57 @@
+// Fused optimizer updates: one kernel per parameter for a whole SGD or AdamW step, instead of the
+// three to eight in-place ops (mul_, add_, addcdiv_, ...) the same step takes when written out.
+// On a GPU each launch costs microseconds of host time and each pass re-reads the parameter, so
+// fusing is what keeps an eager step near the launch floor and a captured step near the GPU floor.
+//
+// Both write into their first argument (the parameter) and into their state tensors, and return
+// the parameter. They go through dispatch() as in-place ops: the parameter's version is bumped
+// (state tensors are optimizer-internal and never saved for backward, so theirs are not). They
+// have no derivative: call them under autograd::NoGradGuard, as optimizers do (with grad mode on,
+// writing into a leaf that requires grad is refused).
+//
+// All tensors (parameter, gradient, states) must have the same sizes, the same floating dtype
+// (float32 or float64) and the same device, and no two may overlap in memory. Any strides are
+// accepted. Nothing here synchronises the host.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace grove::ops {
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0.0;      // 0: plain SGD; the velocity is then neither needed nor written
+  double weight_decay = 0.0;  // L2 penalty added to the gradient (PyTorch's SGD weight_decay)
+  bool nesterov = false;      // needs momentum > 0
+};
+
+// SGD with momentum, PyTorch's formulation (dampening 0):
+//   g = grad + weight_decay * param
+//   velocity = momentum * velocity + g                    (when momentum != 0)
+//   param -= lr * (nesterov ? g + momentum * velocity : velocity)    (g when momentum == 0)
+// velocity starts at zeros (zeros_like(param)), which gives PyTorch's first step exactly. With
+// momentum 0 the velocity may be undefined.
+const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
+                   const SgdOptions& options);
+
+struct AdamwOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;  // decoupled: param *= 1 - lr * weight_decay
+};
+
+// AdamW (Loshchilov and Hutter), PyTorch's formulation:
+//   param *= 1 - lr * weight_decay
+//   exp_avg    = beta1 * exp_avg    + (1 - beta1) * grad
+//   exp_avg_sq = beta2 * exp_avg_sq + (1 - beta2) * grad^2
+//   param -= (lr / (1 - beta1^t)) * exp_avg / (sqrt(exp_avg_sq) / sqrt(1 - beta2^t) + eps)
+// `step` holds t (>= 1, already incremented for this step): a one-element tensor of any
+// numeric dtype on the parameter's device, read by the kernel when it runs, so a captured step
+// stays correct on every replay as long as the step tensor is advanced in the graph too
+// (add_(step, 1) before the updates). exp_avg and exp_avg_sq start at zeros.
+const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options);
+
+}  // namespace grove::ops

@@ -1,0 +1,90 @@
+// The per-element formulas of the fused optimizer updates (ops/optim.h), shared by the CPU
+// kernel (ops/cpu/optim.cpp) and the CUDA kernel (ops/cuda/optim.cu) so that both devices compute
+// exactly the same expression. Plain C++ with host/device qualifiers when nvcc compiles it.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#ifdef __CUDACC__
+#define GROVE_HOST_DEVICE __host__ __device__
+#else
+#define GROVE_HOST_DEVICE
+#endif
+
+namespace grove::ops {
+
+// SGD's hyperparameters in the parameter's dtype.
+template <typename T>
+struct SgdCoefficients {
+  T lr;
+  T momentum;
+  T weight_decay;
+  bool nesterov;
+  bool has_velocity;  // momentum != 0
+};
+
+// One element of sgd_ (see ops/optim.h for the math).
+template <typename T>
+GROVE_HOST_DEVICE inline void sgd_element(T& param, T grad, T* velocity,
+                                          const SgdCoefficients<T>& c) {
+  const T g = c.weight_decay != T(0) ? T(grad + c.weight_decay * param) : grad;
+  T direction = g;
+  if (c.has_velocity) {
+    const T v = T(c.momentum * *velocity + g);
+    *velocity = v;
+    direction = c.nesterov ? T(g + c.momentum * v) : v;
+  }
+  param = T(param - c.lr * direction);
+}
+
+// AdamW's hyperparameters, with the bias corrections that depend on the step t.
+template <typename T>
+struct AdamwCoefficients {
+  T lr;
+  T beta1;
+  T beta2;
+  T eps;
+  T decay_factor;      // 1 - lr * weight_decay
+  T step_size;         // lr / (1 - beta1^t)
+  T sqrt_correction2;  // sqrt(1 - beta2^t)
+};
+
+// Fills in the step-dependent coefficients for step t (computed in double: beta^t for large t
+// would lose digits in float).
+template <typename T>
+GROVE_HOST_DEVICE inline void set_adamw_step(AdamwCoefficients<T>& c, double lr, double beta1,
+                                             double beta2, double t) {
+  c.step_size = static_cast<T>(lr / (1.0 - pow(beta1, t)));
+  c.sqrt_correction2 = static_cast<T>(sqrt(1.0 - pow(beta2, t)));
+}
+
+// One element of adamw_ (see ops/optim.h for the math; the order of operations is PyTorch's).
+template <typename T>
+GROVE_HOST_DEVICE inline void adamw_element(T& param, T grad, T& exp_avg, T& exp_avg_sq,
+                                            const AdamwCoefficients<T>& c) {
+  param = T(param * c.decay_factor);
+  exp_avg = T(c.beta1 * exp_avg + (T(1) - c.beta1) * grad);
+  exp_avg_sq = T(c.beta2 * exp_avg_sq + (T(1) - c.beta2) * grad * grad);
+  // sqrt in double, rounded to T: correctly rounded on both devices, so they agree exactly.
+  const T root = static_cast<T>(sqrt(static_cast<double>(exp_avg_sq)));
+  const T denominator = T(root / c.sqrt_correction2 + c.eps);
+  param = T(param - c.step_size * exp_avg / denominator);
+}
+
+// The value of a one-element tensor of any numeric dtype, as a double (the AdamW step).
+// dtype_code is static_cast<int>(DType): 0 float32, 1 float64, 2 int64, 3 int32.
+GROVE_HOST_DEVICE inline double read_step(const void* data, int dtype_code) {
+  switch (dtype_code) {
+    case 0:
+      return static_cast<double>(*static_cast<const float*>(data));
+    case 1:
+      return *static_cast<const double*>(data);
+    case 2:
+      return static_cast<double>(*static_cast<const std::int64_t*>(data));
+    default:
+      return static_cast<double>(*static_cast<const std::int32_t*>(data));
+  }
+}
+
+}  // namespace grove::ops
