@@ -6,6 +6,7 @@
 // whole step captured by hand into one CUDA graph 122 us (../shared/anchors/README.md).
 // Timing follows the anchor's pytorch_gpu_bench.py: 50 steps back to back, one synchronise,
 // time per step; the median over repetitions is the figure to quote.
+// BM_MlpTrainStepFusedSgd takes the same step with one fused sgd_ per parameter.
 // BM_MlpTrainStepCaptured replays the same step captured into one DeviceGraph: its time is the
 // GPU-side floor of grove's kernels for this step, with no dispatch at all.
 // Run: ./build/bench/cuda_mlp_bench --benchmark_repetitions=7 --benchmark_report_aggregates_only
@@ -21,6 +22,7 @@
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/linalg.h"
+#include "ops/optim.h"
 #include "ops/random.h"
 #include "ops/softmax.h"
 
@@ -54,6 +56,8 @@ struct MlpStep {
     for (const Tensor& parameter : parameters) velocities.push_back(zeros_like(parameter));
   }
 
+  bool fused_sgd = false;  // one sgd_ per parameter instead of mul_, add_, add_
+
   void run() {
     for (const Tensor& parameter : parameters) parameter.set_grad(Tensor());  // zero_grad
     Tensor h = relu(linear(inputs, parameters[0], parameters[1]));
@@ -62,6 +66,10 @@ struct MlpStep {
     loss.backward();
     const autograd::NoGradGuard no_grad;
     for (std::size_t i = 0; i < parameters.size(); ++i) {
+      if (fused_sgd) {
+        sgd_(parameters[i], parameters[i].grad(), velocities[i], {0.01, 0.9});
+        continue;
+      }
       mul_(velocities[i], 0.9);
       add_(velocities[i], parameters[i].grad());
       add_(parameters[i], velocities[i], -0.01);
@@ -92,6 +100,18 @@ void BM_MlpTrainStep(benchmark::State& state) {
   time_steps(state, step.device, [&] { step.run(); });
 }
 BENCHMARK(BM_MlpTrainStep)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// The same step with the fused SGD update (ops/optim.h): 6 launches instead of 18.
+void BM_MlpTrainStepFusedSgd(benchmark::State& state) {
+  if (!cuda_is_available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  MlpStep step;
+  step.fused_sgd = true;
+  time_steps(state, step.device, [&] { step.run(); });
+}
+BENCHMARK(BM_MlpTrainStepFusedSgd)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_MlpTrainStepCaptured(benchmark::State& state) {
   if (!cuda_is_available()) {
