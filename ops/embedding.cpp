@@ -1,8 +1,11 @@
 // embedding: argument checks, output shape and the user function; the kernel (with the index
-// checks of Note [Index checks during capture]) is in ops/cpu/embedding.cpp.
+// checks of Note [Index checks during capture]) is in ops/cpu/embedding.cpp; the CUDA kernels,
+// which cannot check on the host, are in ops/cuda/embedding.cu (Note [Out-of-range indices on
+// the GPU]).
 #include "ops/embedding.h"
 
 #include "ops/cpu/embedding.h"
+#include "ops/cuda/embedding.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -40,10 +43,12 @@ void infer_embedding_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Inputs: weight, indices. No attributes.
-constexpr OpEntry kEmbedding{OpKind::Embedding, infer_embedding, cpu::embedding, nullptr};
+constexpr OpEntry kEmbedding{OpKind::Embedding, infer_embedding, cpu::embedding,
+                             GROVE_CUDA_KERNEL(embedding)};
 // Inputs: grad, indices. ints[0]: num_weights.
 constexpr OpEntry kEmbeddingBackward{OpKind::EmbeddingBackward, infer_embedding_backward,
-                                     cpu::embedding_backward, nullptr};
+                                     cpu::embedding_backward,
+                                     GROVE_CUDA_KERNEL(embedding_backward)};
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // layer_norm and layer_norm_backward: argument checks, output shapes and the user functions; the
-// kernels are in ops/cpu/layer_norm.cpp.
+// kernels are in ops/cpu/layer_norm.cpp and ops/cuda/layer_norm.cu.
 //
 // dispatch() refuses undefined inputs, so absent weight and bias are left out of the input list:
 // inputs = (x, weight if flag, bias if present); ints = normalized_shape; reals[0] = eps. The
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ops/cpu/layer_norm.h"
+#include "ops/cuda/layer_norm.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -81,11 +82,13 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Outputs: y, mean, rstd.
-constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm, nullptr};
+constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm,
+                             GROVE_CUDA_KERNEL(layer_norm)};
 // Inputs: grad, x, mean, rstd, weight if flag. ints: normalized_shape. Outputs: grad_input,
 // grad_weight, grad_bias.
 constexpr OpEntry kLayerNormBackward{OpKind::LayerNormBackward, infer_layer_norm_backward,
-                                     cpu::layer_norm_backward, nullptr};
+                                     cpu::layer_norm_backward,
+                                     GROVE_CUDA_KERNEL(layer_norm_backward)};
 
 }  // namespace
 

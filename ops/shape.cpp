@@ -1,11 +1,13 @@
 // Shape ops: argument checks, output shapes and the user functions. cat, tril, triu and
-// one_hot go through dispatch with kernels in ops/cpu/shape.cpp; stack is unsqueeze + cat; split,
-// chunk and flatten only build views (narrow, reshape) and launch nothing.
+// one_hot go through dispatch with kernels in ops/cpu/shape.cpp and ops/cuda/shape.cu; stack is
+// unsqueeze + cat; split, chunk and flatten only build views (narrow, reshape) and launch
+// nothing.
 #include "ops/shape.h"
 
 #include <vector>
 
 #include "ops/cpu/shape.h"
+#include "ops/cuda/shape.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -62,10 +64,10 @@ void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
 
 // cat: inputs are the tensors, ints[0] the dim. tril, triu: ints[0] the diagonal.
 // one_hot: ints[0] num_classes.
-constexpr OpEntry kCat{OpKind::Cat, infer_cat, cpu::cat, nullptr};
-constexpr OpEntry kTril{OpKind::Tril, infer_triangle, cpu::triangle, nullptr};
-constexpr OpEntry kTriu{OpKind::Triu, infer_triangle, cpu::triangle, nullptr};
-constexpr OpEntry kOneHot{OpKind::OneHot, infer_one_hot, cpu::one_hot, nullptr};
+constexpr OpEntry kCat{OpKind::Cat, infer_cat, cpu::cat, GROVE_CUDA_KERNEL(cat)};
+constexpr OpEntry kTril{OpKind::Tril, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
+constexpr OpEntry kTriu{OpKind::Triu, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
+constexpr OpEntry kOneHot{OpKind::OneHot, infer_one_hot, cpu::one_hot, GROVE_CUDA_KERNEL(one_hot)};
 
 OpAttributes with_int(std::int64_t value) {
   OpAttributes attributes;

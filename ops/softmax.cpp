@@ -90,8 +90,8 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 #define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, nullptr};
-// ints[0]: dim. The losses and their gradients have no CUDA kernel yet.
+  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
+// ints[0]: dim.
 constexpr OpEntry kSoftmax{OpKind::Softmax, infer_softmax, cpu::softmax,
                            GROVE_CUDA_KERNEL(softmax)};
 constexpr OpEntry kLogSoftmax{OpKind::LogSoftmax, infer_softmax, cpu::softmax,

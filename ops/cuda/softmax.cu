@@ -8,7 +8,7 @@
 // outputs exp(x - max) / sum, or x - lse with lse = max + log(sum) for log_softmax (in double,
 // as the CPU's plain path). The block is 32 to 256 threads, covering short rows with one warp.
 //
-// Not done yet: several rows per block for very short rows, and the losses.
+// Not done yet: several rows per block for very short rows (the losses, in loss.cu, do that).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

@@ -1,0 +1,282 @@
+// CUDA kernels for layer_norm and layer_norm_backward; ops/cpu/layer_norm.cpp is the reference
+// they match. Both work on the (M, N) view of contiguous copies (x: M rows of N elements, the
+// batch dims flattened into M, the normalised dims into N), as the CPU kernel does.
+//
+// layer_norm: one warp per row (N <= kMaxWarpFeatures, eight rows per block) or one block per
+// row, in three sweeps over the row as on the CPU: the mean (a sum in double), the variance
+// (the sum of (x - mean)^2 in double: two passes, no cancellation), then y. Sums close with warp
+// shuffles (and, for block rows, one shared-memory step) in a fixed order.
+//
+// layer_norm_backward, in three launches:
+//   - grad_input, row by row as layer_norm: rstd (gw - mean(gw) - xhat mean(gw xhat)), with
+//     gw = g * weight;
+//   - grad_weight = sum over rows of g xhat and grad_bias = sum of g, in two stages, so the sum
+//     is deterministic without float atomics: P partial sums per column, each over the rows
+//     p, p + P, p + 2P, ... in order (threads of a warp on neighbouring columns: coalesced),
+//     then one thread per column adds its P partials in order. P depends only on M.
+// All sums are in double, like the CPU's; results differ from it only by summation order.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/layer_norm.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Rows up to this many elements take one warp each; longer rows one block of kThreads.
+constexpr std::int64_t kMaxWarpFeatures = 1024;
+// Rows per partial sum of grad_weight and grad_bias (about), and the most partials.
+constexpr std::int64_t kRowsPerPartial = 32;
+constexpr std::int64_t kMaxPartials = 256;
+
+// The sum over a warp's 32 lanes; every lane gets the same value (a butterfly, a + b == b + a).
+__device__ inline double warp_sum(double value) {
+  for (int step = kWarp / 2; step > 0; step /= 2) {
+    value += __shfl_xor_sync(kFullMask, value, step);
+  }
+  return value;
+}
+
+// The sum over the block (a multiple of 32 threads) in a fixed order, for every thread. The
+// block synchronises on entry so that consecutive calls may reuse `shared`.
+__device__ inline double block_sum(double value, double* shared) {
+  value = warp_sum(value);
+  __syncthreads();
+  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  double total = 0.0;
+  for (int w = 0; w < static_cast<int>(blockDim.x / kWarp); ++w) total += shared[w];
+  return total;
+}
+
+// Which rows this thread's group (a warp, or the block) handles, and its lane in the group.
+template <bool kWarpRows>
+struct RowGroup {
+  int lane, width;
+  std::int64_t first, step;
+  __device__ RowGroup() {
+    const std::int64_t groups_per_block = kWarpRows ? blockDim.x / kWarp : 1;
+    lane = kWarpRows ? static_cast<int>(threadIdx.x % kWarp) : static_cast<int>(threadIdx.x);
+    width = kWarpRows ? kWarp : static_cast<int>(blockDim.x);
+    first = blockIdx.x * groups_per_block + (kWarpRows ? threadIdx.x / kWarp : 0);
+    step = gridDim.x * groups_per_block;
+  }
+  __device__ double sum(double value, double* shared) const {
+    if constexpr (kWarpRows) {
+      return warp_sum(value);
+    } else {
+      return block_sum(value, shared);
+    }
+  }
+};
+
+// x, y: (M, N) contiguous; weight, bias: (N) or null; mean, rstd: (M).
+template <typename T, bool kWarpRows>
+__global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, T* y, T* mean_out,
+                                T* rstd_out, std::int64_t m, std::int64_t n, double eps) {
+  __shared__ double shared[kThreads / kWarp];
+  const RowGroup<kWarpRows> group;
+  for (std::int64_t row = group.first; row < m; row += group.step) {
+    const T* x_row = x + row * n;
+    T* y_row = y + row * n;
+    double sum = 0.0;
+    for (std::int64_t j = group.lane; j < n; j += group.width) sum += x_row[j];
+    // n == 0: 0 / 0 makes mean and rstd NaN, as the CPU's "mean of nothing".
+    const double mean = group.sum(sum, shared) / static_cast<double>(n);
+    double squares = 0.0;
+    for (std::int64_t j = group.lane; j < n; j += group.width) {
+      const double centred = x_row[j] - mean;
+      squares += centred * centred;
+    }
+    const double rstd = 1.0 / ::sqrt(group.sum(squares, shared) / static_cast<double>(n) + eps);
+    for (std::int64_t j = group.lane; j < n; j += group.width) {
+      double value = (x_row[j] - mean) * rstd;
+      if (weight != nullptr) value *= weight[j];
+      if (bias != nullptr) value += bias[j];
+      y_row[j] = static_cast<T>(value);
+    }
+    if (group.lane == 0) {
+      mean_out[row] = static_cast<T>(mean);
+      rstd_out[row] = static_cast<T>(rstd);
+    }
+  }
+}
+
+// grad_input = rstd (gw - mean(gw) - xhat mean(gw xhat)), row by row.
+template <typename T, bool kWarpRows>
+__global__ void input_grad_rows(const T* grad, const T* x, const T* mean_in, const T* rstd_in,
+                                const T* weight, T* grad_input, std::int64_t m, std::int64_t n) {
+  __shared__ double shared[kThreads / kWarp];
+  const RowGroup<kWarpRows> group;
+  for (std::int64_t row = group.first; row < m; row += group.step) {
+    const T* g = grad + row * n;
+    const T* x_row = x + row * n;
+    T* out = grad_input + row * n;
+    const double mean = mean_in[row];
+    const double rstd = rstd_in[row];
+    double sum_gw = 0.0, sum_gw_xhat = 0.0;
+    for (std::int64_t j = group.lane; j < n; j += group.width) {
+      const double gw = weight == nullptr ? double(g[j]) : double(g[j]) * weight[j];
+      sum_gw += gw;
+      sum_gw_xhat += gw * (x_row[j] - mean) * rstd;
+    }
+    const double mean_gw = group.sum(sum_gw, shared) / static_cast<double>(n);
+    const double mean_gw_xhat = group.sum(sum_gw_xhat, shared) / static_cast<double>(n);
+    for (std::int64_t j = group.lane; j < n; j += group.width) {
+      const double gw = weight == nullptr ? double(g[j]) : double(g[j]) * weight[j];
+      const double xhat = (x_row[j] - mean) * rstd;
+      out[j] = static_cast<T>(rstd * (gw - mean_gw - xhat * mean_gw_xhat));
+    }
+  }
+}
+
+// Stage 1 of grad_weight and grad_bias: partial p of column j sums rows p, p + P, ... into
+// weight_partials[p * n + j] and bias_partials[p * n + j]. Block: 32 columns x 8 partials.
+template <typename T>
+__global__ void parameter_grad_partials(const T* grad, const T* x, const T* mean_in,
+                                        const T* rstd_in, std::int64_t m, std::int64_t n,
+                                        std::int64_t partials, double* weight_partials,
+                                        double* bias_partials) {
+  const std::int64_t column = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::int64_t p = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
+  if (column >= n || p >= partials) return;
+  double weight_sum = 0.0, bias_sum = 0.0;
+  for (std::int64_t row = p; row < m; row += partials) {
+    const double g = grad[row * n + column];
+    weight_sum += g * (x[row * n + column] - static_cast<double>(mean_in[row])) *
+                  static_cast<double>(rstd_in[row]);
+    bias_sum += g;
+  }
+  weight_partials[p * n + column] = weight_sum;
+  bias_partials[p * n + column] = bias_sum;
+}
+
+// Stage 2: each column's partials added in order.
+template <typename T>
+__global__ void parameter_grad_finish(const double* weight_partials, const double* bias_partials,
+                                      std::int64_t n, std::int64_t partials, T* grad_weight,
+                                      T* grad_bias) {
+  for (std::int64_t column = first_index(); column < n; column += grid_step()) {
+    double weight_sum = 0.0, bias_sum = 0.0;
+    for (std::int64_t p = 0; p < partials; ++p) {
+      weight_sum += weight_partials[p * n + column];
+      bias_sum += bias_partials[p * n + column];
+    }
+    grad_weight[column] = static_cast<T>(weight_sum);
+    grad_bias[column] = static_cast<T>(bias_sum);
+  }
+}
+
+// Launch shape of the row kernels: eight warp rows per block, or a block per row.
+unsigned row_blocks(std::int64_t m, bool warp_rows) {
+  const std::int64_t blocks = warp_rows ? (m + kThreads / kWarp - 1) / (kThreads / kWarp) : m;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
+}
+
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
+}
+
+template <typename T>
+void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
+  const bool has_weight = call.attributes.flag;
+  const std::size_t bias_index = has_weight ? 2 : 1;
+  const Tensor x = call.input(0).contiguous();
+  const Tensor weight = has_weight ? call.input(1).contiguous() : Tensor();
+  const Tensor bias =
+      call.inputs.size() > bias_index ? call.input(bias_index).contiguous() : Tensor();
+  const std::int64_t n = product(call.attributes.ints);  // N: elements per row
+  const std::int64_t m = outputs[1].numel();             // M: rows
+  if (m == 0) return;
+  const Device device = outputs[0].device();
+  cuda_backend::DeviceGuard guard(device);
+  cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
+  const bool warp_rows = n <= kMaxWarpFeatures;
+  auto kernel = warp_rows ? layer_norm_rows<T, true> : layer_norm_rows<T, false>;
+  kernel<<<row_blocks(m, warp_rows), kThreads, 0, stream>>>(
+      static_cast<const T*>(x.data_ptr()), data_or_null<T>(weight), data_or_null<T>(bias),
+      static_cast<T*>(outputs[0].data_ptr()), static_cast<T*>(outputs[1].data_ptr()),
+      static_cast<T*>(outputs[2].data_ptr()), m, n, call.attributes.reals[0]);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor grad = call.input(0).contiguous();
+  const Tensor x = call.input(1).contiguous();
+  const Tensor mean = call.input(2).contiguous();
+  const Tensor rstd = call.input(3).contiguous();
+  const Tensor weight = call.attributes.flag ? call.input(4).contiguous() : Tensor();
+  const std::int64_t m = mean.numel();
+  const std::int64_t n = product(call.attributes.ints);
+  const Device device = outputs[0].device();
+  cuda_backend::DeviceGuard guard(device);
+  cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
+  const T* g = static_cast<const T*>(grad.data_ptr());
+  const T* x_data = static_cast<const T*>(x.data_ptr());
+  const T* mean_data = static_cast<const T*>(mean.data_ptr());
+  const T* rstd_data = static_cast<const T*>(rstd.data_ptr());
+  if (m > 0 && n > 0) {
+    const bool warp_rows = n <= kMaxWarpFeatures;
+    auto kernel = warp_rows ? input_grad_rows<T, true> : input_grad_rows<T, false>;
+    kernel<<<row_blocks(m, warp_rows), kThreads, 0, stream>>>(
+        g, x_data, mean_data, rstd_data, data_or_null<T>(weight),
+        static_cast<T*>(outputs[0].data_ptr()), m, n);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  }
+  if (n == 0) return;
+  // With m == 0 one partial of no rows: the gradients are 0, as on the CPU.
+  const std::int64_t partials =
+      std::clamp<std::int64_t>((m + kRowsPerPartial - 1) / kRowsPerPartial, 1, kMaxPartials);
+  // Scratch from the caching allocator (the capture's pool while capturing).
+  const Tensor scratch = empty({2, partials, n}, TensorOptions(DType::Float64).device(device));
+  auto* weight_partials = static_cast<double*>(scratch.data_ptr());
+  double* bias_partials = weight_partials + partials * n;
+  const dim3 block(kWarp, kThreads / kWarp);
+  const dim3 grid(static_cast<unsigned>((n + kWarp - 1) / kWarp),
+                  static_cast<unsigned>((partials + block.y - 1) / block.y));
+  parameter_grad_partials<T><<<grid, block, 0, stream>>>(g, x_data, mean_data, rstd_data, m, n,
+                                                         partials, weight_partials, bias_partials);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+  parameter_grad_finish<T><<<blocks_for(n), kThreads, 0, stream>>>(
+      weight_partials, bias_partials, n, partials, static_cast<T*>(outputs[1].data_ptr()),
+      static_cast<T*>(outputs[2].data_ptr()));
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void layer_norm(const OpCall& call, const OpOutputs& outputs) {
+  switch (outputs[0].dtype()) {
+    case DType::Float32:
+      return launch_layer_norm<float>(call, outputs);
+    case DType::Float64:
+      return launch_layer_norm<double>(call, outputs);
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, "layer_norm reached the CUDA kernel with dtype ",
+                        outputs[0].dtype());
+}
+
+void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
+  switch (outputs[0].dtype()) {
+    case DType::Float32:
+      return launch_layer_norm_backward<float>(call, outputs);
+    case DType::Float64:
+      return launch_layer_norm_backward<double>(call, outputs);
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, "layer_norm_backward reached the CUDA kernel with dtype ",
+                        outputs[0].dtype());
+}
+
+}  // namespace grove::ops::cuda

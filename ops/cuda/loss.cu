@@ -1,0 +1,334 @@
+// CUDA kernels for cross_entropy, nll_loss and their gradients (ops/softmax.h); the CPU kernels
+// in ops/cpu/softmax.cpp and ops/cpu/softmax_backward.cpp are the reference they match. Every
+// kernel launches on the current stream of the output's device and none synchronises the host:
+// the output gradient and the targets are read on the device only.
+//
+// cross_entropy, in two launches:
+//   1. one warp per row (classes <= kMaxWarpClasses, eight rows per block) or one block per row
+//      (longer rows): the row maximum (NaN wins), the sum of exp(x - max) in double, lse = max +
+//      log(sum) written out, and the row's loss lse - x[target] (0 for ignored rows) written to
+//      a float64 scratch vector;
+//   2. one block adds the row losses and counts the rows that are not ignored, each thread over
+//      a fixed set of rows, then a fixed tree: the mean is deterministic (no float atomics).
+// nll_loss is step 2 alone, reading -x[target] directly.
+// The gradients, in two launches: one block counts the rows that are not ignored and writes
+// scale = grad / n (0 when n = 0, see Note [Cross-entropy saves the log-sum-exp]); then one
+// thread per element of the (N, C) result:
+//   cross_entropy: scale * (exp(x - lse) - [c == target]);  nll_loss: -scale at the target.
+//
+// Note [Out-of-range targets on the GPU]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The CPU kernels throw for a target that is neither ignore_index nor in [0, C). A CUDA kernel
+// cannot throw, and checking on the host would need a copy and a synchronisation (and is not
+// allowed while a graph captures). So on the GPU a bad target poisons the result instead: the
+// row's loss is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written.
+// The kernels never read scores[i, target] for such a target. NaN was chosen over a device-side
+// assert because it leaves the CUDA context usable and can be tested; a NaN loss is what a user
+// watching the loss sees first. The same rule holds for embedding's indices
+// (ops/cuda/embedding.cu).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda/cuda_device.h"
+#include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/softmax.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Rows up to this many classes take one warp each; longer rows one block of kThreads.
+constexpr std::int64_t kMaxWarpClasses = 1024;
+// Threads of the single block that forms the mean, and of the block that counts for the
+// gradients.
+constexpr int kFinishThreads = 512;
+
+// The larger of a and b, NaN if either is NaN (the CPU's row_max).
+__device__ inline double nan_max(double a, double b) {
+  if (a != a) return a;
+  return b > a || b != b ? b : a;
+}
+
+struct Max {
+  __device__ double operator()(double a, double b) const { return nan_max(a, b); }
+};
+struct Plus {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+
+// Combines `value` over the 32 lanes of a warp; every lane gets the same result (a butterfly:
+// lanes exchange partials pairwise, and a + b == b + a).
+template <typename F>
+__device__ double warp_reduce(double value, F op) {
+  for (int step = kWarp / 2; step > 0; step /= 2) {
+    value = op(value, __shfl_xor_sync(kFullMask, value, step));
+  }
+  return value;
+}
+
+// Combines `value` over the block (a multiple of 32 threads), in a fixed order; every thread
+// gets the result. `shared` holds one partial per warp; the block synchronises on entry so that
+// consecutive calls may reuse it.
+template <typename F>
+__device__ double block_reduce(double value, double* shared, F op) {
+  value = warp_reduce(value, op);
+  __syncthreads();
+  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  double total = shared[0];
+  for (int w = 1; w < static_cast<int>(blockDim.x / kWarp); ++w) total = op(total, shared[w]);
+  return total;
+}
+
+// The (N, C) scores and (N) targets of a loss, as raw pointers and strides.
+template <typename T>
+struct LossArgs {
+  const T* scores;
+  std::int64_t rows, classes, row_stride, class_stride;
+  const std::int64_t* targets;
+  std::int64_t target_stride, ignore_index;
+};
+
+template <typename T>
+LossArgs<T> loss_args(const Tensor& scores, const Tensor& targets, std::int64_t ignore_index) {
+  return {static_cast<const T*>(scores.data_ptr()),
+          scores.size(0),
+          scores.size(1),
+          scores.stride(0),
+          scores.stride(1),
+          static_cast<const std::int64_t*>(targets.data_ptr()),
+          targets.stride(0),
+          ignore_index};
+}
+
+__device__ inline bool valid_target(std::int64_t target, std::int64_t classes) {
+  return target >= 0 && target < classes;
+}
+
+// Step 1 of cross_entropy: lse (N, contiguous) and the row losses (N, float64). A row group is
+// a warp (kWarpRows) or the whole block.
+template <typename T, bool kWarpRows>
+__global__ void cross_entropy_rows(const LossArgs<T> args, T* lse, double* row_loss) {
+  __shared__ double shared[kThreads / kWarp];
+  const int lane =
+      kWarpRows ? static_cast<int>(threadIdx.x % kWarp) : static_cast<int>(threadIdx.x);
+  const int width = kWarpRows ? kWarp : static_cast<int>(blockDim.x);
+  const std::int64_t groups_per_block = kWarpRows ? blockDim.x / kWarp : 1;
+  const std::int64_t first = blockIdx.x * groups_per_block + (kWarpRows ? threadIdx.x / kWarp : 0);
+  const std::int64_t step = gridDim.x * groups_per_block;
+  auto reduce = [&](double value, auto op) {
+    if constexpr (kWarpRows) {
+      return warp_reduce(value, op);
+    } else {
+      return block_reduce(value, shared, op);
+    }
+  };
+  for (std::int64_t i = first; i < args.rows; i += step) {
+    const T* row = args.scores + i * args.row_stride;
+    double max = static_cast<double>(row[0]);  // rows are not empty (infer checks C > 0)
+    for (std::int64_t j = lane; j < args.classes; j += width) {
+      max = nan_max(max, static_cast<double>(row[j * args.class_stride]));
+    }
+    max = reduce(max, Max{});
+    double sum = 0.0;
+    for (std::int64_t j = lane; j < args.classes; j += width) {
+      sum += ::exp(static_cast<double>(row[j * args.class_stride]) - max);
+    }
+    sum = reduce(sum, Plus{});
+    if (lane == 0) {
+      const double row_lse = max + ::log(sum);
+      lse[i] = static_cast<T>(row_lse);
+      const std::int64_t target = args.targets[i * args.target_stride];
+      double loss = 0.0;  // ignored
+      if (target != args.ignore_index) {
+        // See Note [Out-of-range targets on the GPU].
+        loss = valid_target(target, args.classes)
+                   ? row_lse - static_cast<double>(row[target * args.class_stride])
+                   : __longlong_as_double(0x7ff8000000000000LL);
+      }
+      row_loss[i] = loss;
+    }
+  }
+}
+
+// Step 2 of cross_entropy (row_loss given) and all of nll_loss (row_loss null: the row loss is
+// -scores[i, target]): loss = the sum of the row losses over the rows not ignored, divided by
+// their count (0 / 0 = NaN when every row is ignored, as on the CPU). One block.
+template <typename T>
+__global__ void mean_loss(const LossArgs<T> args, const double* row_loss, T* loss) {
+  __shared__ double shared[kFinishThreads / kWarp];
+  double total = 0.0, count = 0.0;
+  for (std::int64_t i = threadIdx.x; i < args.rows; i += blockDim.x) {
+    const std::int64_t target = args.targets[i * args.target_stride];
+    if (target == args.ignore_index) continue;
+    count += 1.0;
+    if (row_loss != nullptr) {
+      total += row_loss[i];
+    } else if (valid_target(target, args.classes)) {
+      total -= static_cast<double>(args.scores[i * args.row_stride + target * args.class_stride]);
+    } else {
+      total += __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+    }
+  }
+  total = block_reduce(total, shared, Plus{});
+  count = block_reduce(count, shared, Plus{});
+  if (threadIdx.x == 0) *loss = static_cast<T>(total / count);
+}
+
+// The gradients' scale: grad / n, or 0 when no row is counted. One block.
+template <typename T>
+__global__ void gradient_scale(const LossArgs<T> args, const T* grad, double* scale) {
+  __shared__ double shared[kFinishThreads / kWarp];
+  double count = 0.0;
+  for (std::int64_t i = threadIdx.x; i < args.rows; i += blockDim.x) {
+    count += args.targets[i * args.target_stride] != args.ignore_index ? 1.0 : 0.0;
+  }
+  count = block_reduce(count, shared, Plus{});
+  if (threadIdx.x == 0) *scale = count == 0.0 ? 0.0 : static_cast<double>(grad[0]) / count;
+}
+
+// out (N, C), contiguous: one thread per element. lse null: nll_loss_backward.
+template <typename T>
+__global__ void loss_gradient(const LossArgs<T> args, const T* lse, std::int64_t lse_stride,
+                              const double* scale, T* out) {
+  const std::int64_t total = args.rows * args.classes;
+  for (std::int64_t k = first_index(); k < total; k += grid_step()) {
+    const std::int64_t i = k / args.classes;
+    const std::int64_t c = k - i * args.classes;
+    const std::int64_t target = args.targets[i * args.target_stride];
+    double value = 0.0;
+    if (target != args.ignore_index) {
+      if (!valid_target(target, args.classes)) {
+        value = __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+      } else if (lse == nullptr) {
+        value = c == target ? -*scale : 0.0;
+      } else {
+        const double x =
+            static_cast<double>(args.scores[i * args.row_stride + c * args.class_stride]);
+        const double probability = ::exp(x - static_cast<double>(lse[i * lse_stride]));
+        value = *scale * (probability - (c == target ? 1.0 : 0.0));
+      }
+    }
+    out[k] = static_cast<T>(value);
+  }
+}
+
+cudaStream_t stream_of(const Tensor& out) {
+  return cuda_backend::cuda_stream(current_stream(out.device()));
+}
+
+template <typename T>
+void launch_cross_entropy(const OpCall& call, const OpOutputs& outputs) {
+  const LossArgs<T> args = loss_args<T>(call.input(0), call.input(1), call.attributes.ints[0]);
+  const Device device = outputs[0].device();
+  cuda_backend::DeviceGuard guard(device);
+  cudaStream_t stream = stream_of(outputs[0]);
+  // Scratch from the caching allocator (on the capture's pool while capturing); freed after the
+  // launches, it is reused only by work ordered after them on this stream.
+  const Tensor row_loss = empty({args.rows}, TensorOptions(DType::Float64).device(device));
+  auto* row_loss_data = static_cast<double*>(row_loss.data_ptr());
+  T* lse = static_cast<T*>(outputs[1].data_ptr());
+  if (args.rows > 0) {
+    if (args.classes <= kMaxWarpClasses) {
+      const std::int64_t blocks = (args.rows + kThreads / kWarp - 1) / (kThreads / kWarp);
+      cross_entropy_rows<T, true>
+          <<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kThreads, 0, stream>>>(
+              args, lse, row_loss_data);
+    } else {
+      cross_entropy_rows<T, false>
+          <<<static_cast<unsigned>(std::min(args.rows, kMaxBlocks)), kThreads, 0, stream>>>(
+              args, lse, row_loss_data);
+    }
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  }
+  mean_loss<T><<<1, kFinishThreads, 0, stream>>>(args, row_loss_data,
+                                                 static_cast<T*>(outputs[0].data_ptr()));
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void launch_nll_loss(const OpCall& call, const OpOutputs& outputs) {
+  const LossArgs<T> args = loss_args<T>(call.input(0), call.input(1), call.attributes.ints[0]);
+  cuda_backend::DeviceGuard guard(outputs[0].device());
+  mean_loss<T><<<1, kFinishThreads, 0, stream_of(outputs[0])>>>(
+      args, nullptr, static_cast<T*>(outputs[0].data_ptr()));
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+// Inputs: grad, scores, targets, and lse for cross_entropy_backward.
+template <typename T>
+void launch_loss_gradient(const OpCall& call, const Tensor& out) {
+  const LossArgs<T> args = loss_args<T>(call.input(1), call.input(2), call.attributes.ints[0]);
+  const bool cross_entropy = call.kind == OpKind::CrossEntropyBackward;
+  const T* lse = cross_entropy ? static_cast<const T*>(call.input(3).data_ptr()) : nullptr;
+  const std::int64_t lse_stride = cross_entropy ? call.input(3).stride(0) : 0;
+  const Device device = out.device();
+  cuda_backend::DeviceGuard guard(device);
+  cudaStream_t stream = stream_of(out);
+  if (args.rows == 0) return;
+  const Tensor scale = empty({1}, TensorOptions(DType::Float64).device(device));
+  auto* scale_data = static_cast<double*>(scale.data_ptr());
+  gradient_scale<T><<<1, kFinishThreads, 0, stream>>>(
+      args, static_cast<const T*>(call.input(0).data_ptr()), scale_data);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+  loss_gradient<T><<<blocks_for(args.rows * args.classes), kThreads, 0, stream>>>(
+      args, lse, lse_stride, scale_data, static_cast<T*>(out.data_ptr()));
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void cross_entropy(const OpCall& call, const OpOutputs& outputs) {
+  switch (outputs[0].dtype()) {
+    case DType::Float32:
+      return launch_cross_entropy<float>(call, outputs);
+    case DType::Float64:
+      return launch_cross_entropy<double>(call, outputs);
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, "cross_entropy reached the CUDA kernel with dtype ",
+                        outputs[0].dtype());
+}
+
+void nll_loss(const OpCall& call, const OpOutputs& outputs) {
+  switch (outputs[0].dtype()) {
+    case DType::Float32:
+      return launch_nll_loss<float>(call, outputs);
+    case DType::Float64:
+      return launch_nll_loss<double>(call, outputs);
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, "nll_loss reached the CUDA kernel with dtype ", outputs[0].dtype());
+}
+
+namespace {
+
+void loss_backward(const OpCall& call, const OpOutputs& outputs) {
+  switch (outputs[0].dtype()) {
+    case DType::Float32:
+      return launch_loss_gradient<float>(call, outputs[0]);
+    case DType::Float64:
+      return launch_loss_gradient<double>(call, outputs[0]);
+    default:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached the CUDA kernel with dtype ",
+                        outputs[0].dtype());
+}
+
+}  // namespace
+
+void cross_entropy_backward(const OpCall& call, const OpOutputs& outputs) {
+  loss_backward(call, outputs);
+}
+
+void nll_loss_backward(const OpCall& call, const OpOutputs& outputs) {
+  loss_backward(call, outputs);
+}
+
+}  // namespace grove::ops::cuda

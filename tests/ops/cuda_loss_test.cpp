@@ -1,0 +1,224 @@
+// Parity of the CUDA loss kernels (ops/cuda/loss.cu) with the CPU kernels (ops/cpu/softmax.cpp,
+// ops/cpu/softmax_backward.cpp), the reference: cross_entropy, nll_loss and their gradients on
+// the same values and layouts on both devices: contiguous, transposed and strided scores,
+// strided targets, ignored rows (none, some, all), rows longer than a warp's share (block rows),
+// the GPT and MLP shapes, empty batches; out-of-range targets (NaN on the GPU, see Note
+// [Out-of-range targets on the GPU]); and one capture and replay of cross_entropy with its
+// gradient. Every test skips without a CUDA device (CTest label `gpu`).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/device_graph.h"
+#include "core/stream.h"
+#include "core/tensor.h"
+#include "ops/softmax.h"
+#include "tests/ops/cuda_test_util.h"
+
+namespace grove::ops {
+namespace {
+
+using testing::kGpu;
+
+// Tolerances: the GPU computes each row in double (exp and log of double) and rounds once; the
+// CPU's dense float32 rows use a float exp accurate to a few ulps and float partial sums, so
+// float32 losses and gradients agree to a few ulps (1e-5 relative, 1e-7 absolute for
+// probabilities near zero). float64: both in double, the mean summed in a different order
+// (1e-12).
+void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-5, 1e-7, 1e-12, 1e-15});
+}
+
+// Scores of `sizes` = (N, C) built as `view` of a base tensor, the same on both devices.
+struct ScoreLayout {
+  std::string name;
+  DimVector base;
+  std::function<Tensor(const Tensor&)> view;
+};
+
+std::vector<ScoreLayout> score_layouts() {
+  auto same = [](const Tensor& t) { return t; };
+  auto transposed = [](const Tensor& t) { return t.transpose(0, 1); };
+  auto strided = [](const Tensor& t) { return t.slice(1, 1, t.sizes()[1], 2); };
+  return {
+      {"contiguous", {37, 53}, same},  {"transposed", {53, 37}, transposed},
+      {"strided", {37, 106}, strided}, {"gpt", {2048, 128}, same},
+      {"mlp", {128, 10}, same},        {"block rows", {5, 3001}, same},
+      {"one class", {9, 1}, same},     {"empty", {0, 7}, same},
+  };
+}
+
+// Targets in [0, classes), every `ignore_every`-th set to ignore_index (positions
+// ignore_every - 1, 2 ignore_every - 1, ...; ignore_every 0: none, 1: all), read through a stride-2
+// view when `strided`.
+Tensor make_targets(std::int64_t rows, std::int64_t classes, unsigned seed, int ignore_every,
+                    std::int64_t ignore_index, bool strided) {
+  std::vector<double> values = testing::elements(
+      testing::random_integers({std::max<std::int64_t>(rows, 1)}, 0, classes, seed));
+  values.resize(static_cast<std::size_t>(rows));
+  for (std::size_t i = static_cast<std::size_t>(ignore_every) - 1;
+       ignore_every > 0 && i < values.size(); i += static_cast<std::size_t>(ignore_every)) {
+    values[i] = static_cast<double>(ignore_index);
+  }
+  if (!strided) return from_vector(values).to(DType::Int64);
+  std::vector<double> doubled(values.size() * 2, 0.0);
+  for (std::size_t i = 0; i < values.size(); ++i) doubled[2 * i] = values[i];
+  return from_vector(doubled).to(DType::Int64).slice(0, 0, 2 * rows, 2);
+}
+
+// lse of each row, in double on the CPU, as the cross_entropy op's second output would hold it.
+Tensor row_lse(const Tensor& scores) {
+  const std::int64_t rows = scores.size(0), classes = scores.size(1);
+  const std::vector<double> x = testing::elements(scores);
+  std::vector<double> lse(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) {
+    double max = x[static_cast<std::size_t>(i * classes)];
+    for (std::int64_t c = 0; c < classes; ++c)
+      max = std::max(max, x[static_cast<std::size_t>(i * classes + c)]);
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[static_cast<std::size_t>(i * classes + c)] - max);
+    lse[static_cast<std::size_t>(i)] = max + std::log(sum);
+  }
+  return from_vector(lse).to(scores.dtype());
+}
+
+struct TargetCase {
+  std::string name;
+  int ignore_every;
+  std::int64_t ignore_index;
+  bool strided;
+};
+
+TEST(CudaLossTest, LossesAndGradientsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<TargetCase> target_cases = {
+      {"no ignored rows", 0, -100, false},
+      {"every third row ignored", 3, -100, false},
+      {"ignore_index 2, a class, strided targets", 4, 2, true},
+      {"every row ignored", 1, -1, false},
+  };
+  unsigned seed = 1;
+  for (const ScoreLayout& layout : score_layouts()) {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      const Tensor base = testing::random_tensor(layout.base, dtype, -6.0, 6.0, seed++);
+      const Tensor scores = layout.view(base);
+      const Tensor gpu_scores = layout.view(base.to(kGpu));
+      const std::int64_t rows = scores.size(0), classes = scores.size(1);
+      const Tensor lse = row_lse(scores);
+      const Tensor grad = full({}, 0.75, TensorOptions(dtype));
+      for (const TargetCase& target_case : target_cases) {
+        const Tensor targets = make_targets(rows, classes, seed++, target_case.ignore_every,
+                                            target_case.ignore_index, target_case.strided);
+        const Tensor gpu_targets =
+            target_case.strided ? make_targets(rows, classes, seed - 1, target_case.ignore_every,
+                                               target_case.ignore_index, false)
+                                      .to(kGpu)
+                                : targets.to(kGpu);
+        const std::int64_t ignore = target_case.ignore_index;
+        const std::string what =
+            layout.name + " " + std::string(dtype_name(dtype)) + ", " + target_case.name;
+        expect_parity(cross_entropy(scores, targets, ignore),
+                      cross_entropy(gpu_scores, gpu_targets, ignore), "cross_entropy " + what);
+        expect_parity(nll_loss(scores, targets, ignore), nll_loss(gpu_scores, gpu_targets, ignore),
+                      "nll_loss " + what);
+        expect_parity(
+            cross_entropy_backward(grad, scores, targets, lse, ignore),
+            cross_entropy_backward(grad.to(kGpu), gpu_scores, gpu_targets, lse.to(kGpu), ignore),
+            "cross_entropy_backward " + what);
+        expect_parity(nll_loss_backward(grad, scores, targets, ignore),
+                      nll_loss_backward(grad.to(kGpu), gpu_scores, gpu_targets, ignore),
+                      "nll_loss_backward " + what);
+      }
+    }
+  }
+}
+
+// The GPU also reads strided targets (a view of every other element).
+TEST(CudaLossTest, StridedTargetsOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const Tensor scores = testing::random_tensor({40, 12}, DType::Float32, -4.0, 4.0, 3);
+  const Tensor targets = make_targets(40, 12, 4, 5, -100, true);
+  const Tensor gpu_targets = make_targets(40, 12, 4, 5, -100, false).to(kGpu);
+  const Tensor gpu_strided = from_vector(std::vector<double>(80, 0.0)).to(DType::Int64).to(kGpu);
+  gpu_strided.slice(0, 0, 80, 2).copy_(gpu_targets);
+  const Tensor strided_view = gpu_strided.slice(0, 0, 80, 2);
+  ASSERT_FALSE(strided_view.is_contiguous());
+  expect_parity(cross_entropy(scores, targets), cross_entropy(scores.to(kGpu), strided_view),
+                "cross_entropy, strided targets on the GPU");
+  expect_parity(nll_loss(scores, targets), nll_loss(scores.to(kGpu), strided_view),
+                "nll_loss, strided targets on the GPU");
+  const Tensor grad = full({}, -1.5, TensorOptions(DType::Float32));
+  const Tensor lse = row_lse(scores);
+  expect_parity(cross_entropy_backward(grad, scores, targets, lse),
+                cross_entropy_backward(grad.to(kGpu), scores.to(kGpu), strided_view, lse.to(kGpu)),
+                "cross_entropy_backward, strided targets on the GPU");
+}
+
+// The CPU throws for a target outside [0, C); the GPU cannot, and gives NaN instead: the loss is
+// NaN and the bad row's gradient is NaN, the other rows' gradients stay finite. See Note
+// [Out-of-range targets on the GPU].
+TEST(CudaLossTest, OutOfRangeTargetsGiveNaN) {
+  SKIP_WITHOUT_GPU();
+  const Tensor scores = testing::random_tensor({4, 5}, DType::Float32, -2.0, 2.0, 5).to(kGpu);
+  for (std::int64_t bad : {std::int64_t{5}, std::int64_t{-3}, std::int64_t{1} << 40}) {
+    const Tensor targets = from_vector(std::vector<std::int64_t>{0, bad, 4, 2}).to(kGpu);
+    EXPECT_TRUE(std::isnan(cross_entropy(scores, targets).to(kCPU).item<float>())) << bad;
+    EXPECT_TRUE(std::isnan(nll_loss(scores, targets).to(kCPU).item<float>())) << bad;
+    const Tensor grad = full({}, 1.0, TensorOptions(kGpu).dtype(DType::Float32));
+    const Tensor lse = row_lse(scores.to(kCPU)).to(kGpu);
+    for (const Tensor& g : {cross_entropy_backward(grad, scores, targets, lse),
+                            nll_loss_backward(grad, scores, targets)}) {
+      const std::vector<double> values = testing::elements(g.to(kCPU));
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        EXPECT_EQ(std::isnan(values[i]), i / 5 == 1) << "target " << bad << " element " << i;
+      }
+    }
+  }
+}
+
+// cross_entropy and its gradient captured once and replayed with new logits, targets and grad:
+// the kernels read all three on the device.
+TEST(CudaLossTest, CapturedCrossEntropyReplaysWithNewInputs) {
+  SKIP_WITHOUT_GPU();
+  const Stream stream = new_stream(kGpu);
+  StreamGuard guard(stream);
+  const Tensor logits = testing::random_tensor({256, 128}, DType::Float32, -5.0, 5.0, 21);
+  const Tensor targets = make_targets(256, 128, 22, 7, -100, false);
+  const Tensor grad = full({}, 1.0, TensorOptions(DType::Float32));
+  const Tensor gpu_logits = logits.to(kGpu);
+  const Tensor gpu_targets = targets.to(kGpu);
+  const Tensor gpu_grad = grad.to(kGpu);
+  const Tensor gpu_lse = row_lse(logits).to(kGpu);
+
+  DeviceGraph graph(kGpu);
+  graph.begin_capture(stream);
+  const Tensor loss = cross_entropy(gpu_logits, gpu_targets);
+  const Tensor logits_grad = cross_entropy_backward(gpu_grad, gpu_logits, gpu_targets, gpu_lse);
+  graph.end_capture();
+
+  graph.replay();
+  expect_parity(cross_entropy(logits, targets), loss, "first replay: loss");
+  expect_parity(cross_entropy_backward(grad, logits, targets, row_lse(logits)), logits_grad,
+                "first replay: gradient");
+  const Tensor logits2 = testing::random_tensor({256, 128}, DType::Float32, -5.0, 5.0, 23);
+  const Tensor targets2 = make_targets(256, 128, 24, 3, -100, false);
+  const Tensor grad2 = full({}, 0.25, TensorOptions(DType::Float32));
+  gpu_logits.copy_(logits2);  // new values in the captured inputs' memory
+  gpu_targets.copy_(targets2);
+  gpu_grad.copy_(grad2);
+  gpu_lse.copy_(row_lse(logits2));
+  graph.replay();
+  expect_parity(cross_entropy(logits2, targets2), loss, "replay with new inputs: loss");
+  expect_parity(cross_entropy_backward(grad2, logits2, targets2, row_lse(logits2)), logits_grad,
+                "replay with new inputs: gradient");
+}
+
+}  // namespace
+}  // namespace grove::ops
