@@ -83,23 +83,26 @@ GradcheckResult gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inpu
     }
   }
 
-  // Numerical: column j from central differences, perturbing the input's memory directly.
+  // Numerical: column j from central differences, perturbing the input's memory in place
+  // through a one-element view of a detached alias (no autograd history), filled on the input's
+  // device: the same code serves CPU and CUDA inputs.
   GradcheckResult result;
   for (std::size_t c = 0; c < checked.size(); ++c) {
     const Tensor& input = inputs[checked[c]];
     const std::int64_t num_inputs = input.numel();
-    double* data = static_cast<double*>(input.storage()->data());
+    const Tensor alias = input.detach();
+    const std::vector<double> saved_values = input.detach().contiguous().to_vector<double>();
     std::int64_t bad = 0;
     double worst_excess = 0.0;
     std::string worst;
     for (std::int64_t j = 0; j < num_inputs; ++j) {
-      double& element = data[storage_index(input, j)];
-      const double saved = element;
-      element = saved + options.eps;
+      const Tensor element = alias.as_strided({}, {}, storage_index(input, j));
+      const double saved = saved_values[static_cast<std::size_t>(j)];
+      element.fill_(saved + options.eps);
       const std::vector<double> plus = evaluate(fn, inputs);
-      element = saved - options.eps;
+      element.fill_(saved - options.eps);
       const std::vector<double> minus = evaluate(fn, inputs);
-      element = saved;
+      element.fill_(saved);
       for (std::int64_t i = 0; i < num_outputs; ++i) {
         const auto u = static_cast<std::size_t>(i);
         const double numerical = (plus[u] - minus[u]) / (2.0 * options.eps);

@@ -6,7 +6,9 @@
 // for the output gradient e_i (a vector-Jacobian product). They must agree within
 // atol + rtol * |numerical| everywhere. Inputs must be float64 (float32 differences are too
 // coarse to say anything), and must not be expanded views (one memory location would stand for
-// several elements).
+// several elements). Inputs may live on any device (a CUDA gradcheck runs the function and its
+// backward there): each perturbation is a one-element fill_ on the input's device, and outputs
+// and gradients are copied to the host to be compared.
 //
 // Cost: 2 forward calls per input element and 1 backward per output element, so keep the
 // tensors small (tens to a few hundred elements).

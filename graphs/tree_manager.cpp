@@ -157,7 +157,9 @@ TensorList TreeManager::run(int callable_id, TensorList inputs) {
     return callable.wrapped.callable(inputs);
   }
   FunctionInfo& function = function_for(callable_id, inputs);
+  wait_for_callers_stream();
   TensorList outputs = run_function(function, inputs);
+  wait_for_manager_stream();
   if (mode == FunctionMode::Forward) {
     pending_backwards_ = true;
     for (const Tensor& output : outputs) {
@@ -168,6 +170,17 @@ TensorList TreeManager::run(int callable_id, TensorList inputs) {
     pending_forward_outputs_.clear();
   }
   return outputs;
+}
+
+void TreeManager::wait_for_callers_stream() const {
+  if (device_.is_cpu()) return;  // CPU kernels have already run
+  const Stream caller = current_stream(device_);
+  if (caller != stream_) synchronize(caller);
+}
+
+void TreeManager::wait_for_manager_stream() const {
+  if (device_.is_cpu()) return;
+  synchronize(stream_);
 }
 
 FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& inputs) {

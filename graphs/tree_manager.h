@@ -25,6 +25,19 @@
 // generation ends, the handles still held are poisoned through Storage::set_access_error. An
 // old handle therefore either is dead or throws: it never shows newer values.
 //
+// Note [The caller's stream and the manager's stream]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Warm-ups, recordings and replays run on the manager's own stream (stream()), while the caller
+// makes the inputs and reads the outputs on its current stream. On the CPU both run kernels at
+// once, but CUDA streams run concurrently: without ordering, a replay could copy an input before
+// the caller's kernel that writes it has run, and the caller could read an output (or free an
+// input's block for reuse) before the replay has finished. A top-level call on a non-CPU device
+// therefore first waits for the caller's current stream and, before it returns, for the
+// manager's stream. The waits are host synchronisations: core has no way yet for one stream to
+// wait for another on the device (an event recorded on one and waited for on the other), which
+// would let replays stay asynchronous. Eager fallbacks run on the caller's stream and need no
+// waits of their own, but get them anyway, being top-level calls.
+//
 // Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
 // called on the thread whose manager made it. Errors a user can cause throw grove::Error;
 // fallbacks to eager are logged once per function with their reason, counted, and can be made
@@ -103,6 +116,9 @@ class TreeManager {
   struct Callable;
 
   TensorList run(int callable_id, TensorList inputs);
+  // See Note [The caller's stream and the manager's stream].
+  void wait_for_callers_stream() const;
+  void wait_for_manager_stream() const;
   TensorList run_function(FunctionInfo& function, TensorList& inputs);
   FunctionInfo& function_for(int callable_id, const TensorList& inputs);
 

@@ -7,6 +7,7 @@
 namespace grove::graphs {
 namespace {
 
+using TreeBasic = testing::TreeTest;
 using testing::add;
 using testing::error_of;
 using testing::filled;
@@ -25,7 +26,7 @@ WrappedFunction doubler(std::string name = "doubler") {
   return function;
 }
 
-TEST(TreeBasic, FirstCallWarmsUpSecondRecordsThirdReplays) {
+TEST_F(TreeBasic, FirstCallWarmsUpSecondRecordsThirdReplays) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(doubler());
     f({filled(4, 1.0f)});
@@ -42,7 +43,7 @@ TEST(TreeBasic, FirstCallWarmsUpSecondRecordsThirdReplays) {
   });
 }
 
-TEST(TreeBasic, OutputsEqualEagerOnFreshInputsEveryCall) {
+TEST_F(TreeBasic, OutputsEqualEagerOnFreshInputsEveryCall) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(doubler());
     for (int call = 0; call < 6; ++call) {
@@ -54,7 +55,7 @@ TEST(TreeBasic, OutputsEqualEagerOnFreshInputsEveryCall) {
   });
 }
 
-TEST(TreeBasic, ChainedFunctionsUseTheOutputInPlaceAndBecomeChildren) {
+TEST_F(TreeBasic, ChainedFunctionsUseTheOutputInPlaceAndBecomeChildren) {
   with_manager([](TreeManager& manager) {
     ManagedFunction a = manager.add_function(doubler("a"));
     WrappedFunction b_function;
@@ -79,7 +80,7 @@ TEST(TreeBasic, ChainedFunctionsUseTheOutputInPlaceAndBecomeChildren) {
   });
 }
 
-TEST(TreeBasic, DifferentContinuationsBecomeDifferentChildren) {
+TEST_F(TreeBasic, DifferentContinuationsBecomeDifferentChildren) {
   with_manager([](TreeManager& manager) {
     ManagedFunction a = manager.add_function(doubler("a"));
     WrappedFunction plus;
@@ -106,7 +107,7 @@ TEST(TreeBasic, DifferentContinuationsBecomeDifferentChildren) {
   });
 }
 
-TEST(TreeBasic, OutputAliasesAreRebuiltOnReplay) {
+TEST_F(TreeBasic, OutputAliasesAreRebuiltOnReplay) {
   with_manager([](TreeManager& manager) {
     Tensor weight = filled(4, 10.0f);
     WrappedFunction function;
@@ -133,7 +134,7 @@ TEST(TreeBasic, OutputAliasesAreRebuiltOnReplay) {
   });
 }
 
-TEST(TreeBasic, DumpsShowNodesFunctionsOutputsAndThePath) {
+TEST_F(TreeBasic, DumpsShowNodesFunctionsOutputsAndThePath) {
   with_manager([](TreeManager& manager) {
     ManagedFunction a = manager.add_function(doubler("a"));
     ManagedFunction b = manager.add_function(doubler("b"));
@@ -155,7 +156,7 @@ TEST(TreeBasic, DumpsShowNodesFunctionsOutputsAndThePath) {
   });
 }
 
-TEST(TreeBasic, NestedManagedCallsRunAsPartOfTheOuterFunction) {
+TEST_F(TreeBasic, NestedManagedCallsRunAsPartOfTheOuterFunction) {
   with_manager([](TreeManager& manager) {
     ManagedFunction inner = manager.add_function(doubler("inner"));
     WrappedFunction outer_function;
@@ -172,8 +173,8 @@ TEST(TreeBasic, NestedManagedCallsRunAsPartOfTheOuterFunction) {
   });
 }
 
-TEST(TreeBasic, ManagedFunctionsBelongToTheirThread) {
-  TreeManager manager(kCPU, testing::test_options());
+TEST_F(TreeBasic, ManagedFunctionsBelongToTheirThread) {
+  TreeManager manager(testing::kTestDevice, testing::test_options());
   ManagedFunction f = manager.add_function(doubler());
   std::string message;
   std::thread other([&] { message = error_of([&] { f({filled(1, 1.0f)}); }); });
@@ -183,7 +184,7 @@ TEST(TreeBasic, ManagedFunctionsBelongToTheirThread) {
 
 // A function that cannot be captured (it reads data on the host) falls back to eager mode at
 // that position, with the capture error as the logged reason, and the manager stays usable.
-TEST(TreeBasic, AFunctionThatCannotBeCapturedRunsEagerly) {
+TEST_F(TreeBasic, AFunctionThatCannotBeCapturedRunsEagerly) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "reads_on_host";

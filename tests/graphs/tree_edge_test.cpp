@@ -7,6 +7,7 @@
 namespace grove::graphs {
 namespace {
 
+using TreeEdge = testing::TreeTest;
 using testing::add;
 using testing::add_;
 using testing::error_of;
@@ -16,7 +17,7 @@ using testing::scale;
 using testing::values;
 using testing::with_manager;
 
-TEST(TreeEdge, AWarmUpReturningATensorFromItsClosureIsAnError) {
+TEST_F(TreeEdge, AWarmUpReturningATensorFromItsClosureIsAnError) {
   with_manager([](TreeManager& manager) {
     Tensor weight = filled(2, 1.0f);  // not passed as an input
     WrappedFunction function;
@@ -32,7 +33,7 @@ TEST(TreeEdge, AWarmUpReturningATensorFromItsClosureIsAnError) {
   });
 }
 
-TEST(TreeEdge, PoolMemoryKeptInAClosureIsRefusedAtACheckpoint) {
+TEST_F(TreeEdge, PoolMemoryKeptInAClosureIsRefusedAtACheckpoint) {
   TreeOptions options = testing::test_options();
   options.debug_checks = false;  // the checkpoint's own check must catch it
   with_manager(
@@ -63,7 +64,7 @@ TEST(TreeEdge, PoolMemoryKeptInAClosureIsRefusedAtACheckpoint) {
 
 // The first time `update` runs its mutated input is a graph output (fine to record); later a
 // plain tensor is passed: recording would write to a private copy, so it must run eagerly.
-TEST(TreeEdge, MutationOfAPlainInputSeenOnlyLaterRunsEagerly) {
+TEST_F(TreeEdge, MutationOfAPlainInputSeenOnlyLaterRunsEagerly) {
   with_manager([](TreeManager& manager) {
     WrappedFunction produce;
     produce.name = "produce";
@@ -91,7 +92,7 @@ TEST(TreeEdge, MutationOfAPlainInputSeenOnlyLaterRunsEagerly) {
   });
 }
 
-TEST(TreeEdge, AnOutputThatIsAViewOfACopiedInputStaysAViewOfTheCallersTensor) {
+TEST_F(TreeEdge, AnOutputThatIsAViewOfACopiedInputStaysAViewOfTheCallersTensor) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "view_of_input";
@@ -111,7 +112,7 @@ TEST(TreeEdge, AnOutputThatIsAViewOfACopiedInputStaysAViewOfTheCallersTensor) {
   });
 }
 
-TEST(TreeEdge, ReplaysBumpTheVersionOfInputsTheyMutate) {
+TEST_F(TreeEdge, ReplaysBumpTheVersionOfInputsTheyMutate) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "step";
@@ -132,7 +133,7 @@ TEST(TreeEdge, ReplaysBumpTheVersionOfInputsTheyMutate) {
   });
 }
 
-TEST(TreeEdge, OutOfRangeInputIndicesAreErrors) {
+TEST_F(TreeEdge, OutOfRangeInputIndicesAreErrors) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "bad_indices";
@@ -145,7 +146,7 @@ TEST(TreeEdge, OutOfRangeInputIndicesAreErrors) {
   });
 }
 
-TEST(TreeEdge, AWarmUpChainThatCannotEndIsCapped) {
+TEST_F(TreeEdge, AWarmUpChainThatCannotEndIsCapped) {
   TreeOptions options = testing::test_options();
   options.max_warmup_chain = 5;
   with_manager(
@@ -167,10 +168,10 @@ TEST(TreeEdge, AWarmUpChainThatCannotEndIsCapped) {
       options);
 }
 
-TEST(TreeEdge, CallingAFunctionWhoseManagerIsGoneIsAClearError) {
+TEST_F(TreeEdge, CallingAFunctionWhoseManagerIsGoneIsAClearError) {
   ManagedFunction orphan;
   {
-    TreeManager manager(kCPU, testing::test_options());
+    TreeManager manager(testing::kTestDevice, testing::test_options());
     WrappedFunction function;
     function.name = "f";
     function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };

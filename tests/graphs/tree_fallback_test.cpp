@@ -7,6 +7,7 @@
 namespace grove::graphs {
 namespace {
 
+using TreeFallback = testing::TreeTest;
 using testing::add;
 using testing::add_;
 using testing::any_warning_contains;
@@ -26,7 +27,7 @@ WrappedFunction add_weight() {
   return function;
 }
 
-TEST(TreeFallback, AStaticInputThatStaysPutIsNeverCopied) {
+TEST_F(TreeFallback, AStaticInputThatStaysPutIsNeverCopied) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(add_weight());
     Tensor weight = filled(3, 1.0f);
@@ -40,7 +41,7 @@ TEST(TreeFallback, AStaticInputThatStaysPutIsNeverCopied) {
   });
 }
 
-TEST(TreeFallback, AMovedStaticInputReRecordsThenRunsEagerlyPastTheLimit) {
+TEST_F(TreeFallback, AMovedStaticInputReRecordsThenRunsEagerlyPastTheLimit) {
   TreeOptions options = test_options();
   options.rerecord_limit = 2;
   with_manager(
@@ -63,7 +64,7 @@ TEST(TreeFallback, AMovedStaticInputReRecordsThenRunsEagerlyPastTheLimit) {
       options);
 }
 
-TEST(TreeFallback, MutatingAPlainInputRunsEagerlyWithAWarning) {
+TEST_F(TreeFallback, MutatingAPlainInputRunsEagerlyWithAWarning) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "accumulate";
@@ -85,7 +86,7 @@ TEST(TreeFallback, MutatingAPlainInputRunsEagerlyWithAWarning) {
   });
 }
 
-TEST(TreeFallback, AnUndeclaredMutationIsDetectedDuringTheWarmUp) {
+TEST_F(TreeFallback, AnUndeclaredMutationIsDetectedDuringTheWarmUp) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "sneaky";
@@ -104,7 +105,7 @@ TEST(TreeFallback, AnUndeclaredMutationIsDetectedDuringTheWarmUp) {
   });
 }
 
-TEST(TreeFallback, MutatingAStaticInputIsReplayed) {
+TEST_F(TreeFallback, MutatingAStaticInputIsReplayed) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "update";
@@ -129,12 +130,12 @@ WrappedFunction plus_one() {
   WrappedFunction function;
   function.name = "plus_one";
   function.callable = [](const TensorList& in) {
-    return TensorList{add(in[0], ones(in[0].sizes()))};
+    return TensorList{add(in[0], ones(in[0].sizes(), in[0].device()))};
   };
   return function;
 }
 
-TEST(TreeFallback, EachInputShapeGetsItsOwnNodesAndTooManyWarn) {
+TEST_F(TreeFallback, EachInputShapeGetsItsOwnNodesAndTooManyWarn) {
   TreeOptions options = test_options();
   options.dynamic_shape_warn_limit = 3;
   with_manager(
@@ -153,7 +154,7 @@ TEST(TreeFallback, EachInputShapeGetsItsOwnNodesAndTooManyWarn) {
       options);
 }
 
-TEST(TreeFallback, SkipDynamicGraphsRunsSignaturesPastTheLimitEagerly) {
+TEST_F(TreeFallback, SkipDynamicGraphsRunsSignaturesPastTheLimitEagerly) {
   TreeOptions options = test_options();
   options.dynamic_shape_warn_limit = 2;
   options.skip_dynamic_graphs = true;
@@ -171,7 +172,7 @@ TEST(TreeFallback, SkipDynamicGraphsRunsSignaturesPastTheLimitEagerly) {
       options);
 }
 
-TEST(TreeFallback, OrErrorTurnsAFallbackIntoAnError) {
+TEST_F(TreeFallback, OrErrorTurnsAFallbackIntoAnError) {
   TreeOptions options = test_options();
   options.or_error = true;
   with_manager(

@@ -7,6 +7,7 @@
 namespace grove::graphs {
 namespace {
 
+using TreeGeneration = testing::TreeTest;
 using testing::add;
 using testing::any_warning_contains;
 using testing::error_of;
@@ -31,7 +32,7 @@ void expect_poisoned(const Tensor& tensor, const std::string& function_name) {
   EXPECT_THAT(message, HasSubstr("mark_step_begin()"));
 }
 
-TEST(TreeGeneration, AnOutputKeptAcrossANewCallIsPoisoned) {
+TEST_F(TreeGeneration, AnOutputKeptAcrossANewCallIsPoisoned) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     Tensor warmup_output = f({filled(2, 1.0f)})[0];
@@ -47,7 +48,7 @@ TEST(TreeGeneration, AnOutputKeptAcrossANewCallIsPoisoned) {
 
 // PyTorch returns the same cached tensor from every replay, so an output kept from an earlier
 // step silently shows the next step's values. grove hands out fresh handles and poisons the old.
-TEST(TreeGeneration, ReplayOutputsFromAnEarlierStepNeverShowNewValues) {
+TEST_F(TreeGeneration, ReplayOutputsFromAnEarlierStepNeverShowNewValues) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     f({filled(2, 1.0f)});
@@ -64,7 +65,7 @@ TEST(TreeGeneration, ReplayOutputsFromAnEarlierStepNeverShowNewValues) {
   });
 }
 
-TEST(TreeGeneration, PoisonedOutputsStillReportTheirMetadata) {
+TEST_F(TreeGeneration, PoisonedOutputsStillReportTheirMetadata) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     Tensor old = f({filled(3, 1.0f)})[0];
@@ -75,7 +76,7 @@ TEST(TreeGeneration, PoisonedOutputsStillReportTheirMetadata) {
   });
 }
 
-TEST(TreeGeneration, ACloneTakenBeforeTheNextCallSurvives) {
+TEST_F(TreeGeneration, ACloneTakenBeforeTheNextCallSurvives) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     for (int call = 0; call < 4; ++call) {
@@ -86,7 +87,7 @@ TEST(TreeGeneration, ACloneTakenBeforeTheNextCallSurvives) {
   });
 }
 
-TEST(TreeGeneration, MarkStepBeginDelimitsSteps) {
+TEST_F(TreeGeneration, MarkStepBeginDelimitsSteps) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     mark_step_begin();
@@ -104,7 +105,7 @@ TEST(TreeGeneration, MarkStepBeginDelimitsSteps) {
   });
 }
 
-TEST(TreeGeneration, PendingBackwardKeepsThePathAndWarnsOnce) {
+TEST_F(TreeGeneration, PendingBackwardKeepsThePathAndWarnsOnce) {
   with_manager([](TreeManager& manager) {
     ManagedFunction forward = manager.add_function(twice("forward", FunctionMode::Forward));
     ManagedFunction backward = manager.add_function(twice("backward", FunctionMode::Backward));
@@ -128,7 +129,7 @@ TEST(TreeGeneration, PendingBackwardKeepsThePathAndWarnsOnce) {
   });
 }
 
-TEST(TreeGeneration, DeadOutputsLetThePathEndEarly) {
+TEST_F(TreeGeneration, DeadOutputsLetThePathEndEarly) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     mark_step_begin();  // one step for all calls below: no generation can end the path
@@ -143,7 +144,7 @@ TEST(TreeGeneration, DeadOutputsLetThePathEndEarly) {
   });
 }
 
-TEST(TreeGeneration, CanStartNewGenerationFollowsInvocationsAndBackwards) {
+TEST_F(TreeGeneration, CanStartNewGenerationFollowsInvocationsAndBackwards) {
   with_manager([](TreeManager& manager) {
     ManagedFunction inference = manager.add_function(twice("inference"));
     ManagedFunction forward = manager.add_function(twice("forward", FunctionMode::Forward));
@@ -167,7 +168,7 @@ TEST(TreeGeneration, CanStartNewGenerationFollowsInvocationsAndBackwards) {
 
 // mod2(mod1(x)) then both backwards: the second backward still sees mod1's outputs, because
 // backward calls do not start generations.
-TEST(TreeGeneration, TwoBackwardsInARowBelongToTheirForwardsStep) {
+TEST_F(TreeGeneration, TwoBackwardsInARowBelongToTheirForwardsStep) {
   with_manager([](TreeManager& manager) {
     ManagedFunction forward1 = manager.add_function(twice("forward1", FunctionMode::Forward));
     ManagedFunction forward2 = manager.add_function(twice("forward2", FunctionMode::Forward));
@@ -184,7 +185,7 @@ TEST(TreeGeneration, TwoBackwardsInARowBelongToTheirForwardsStep) {
 
 // A forward whose backward never runs (its outputs dropped) must not keep later calls from
 // starting new steps, or every call would be another warm-up.
-TEST(TreeGeneration, AnAbandonedForwardDoesNotBlockLaterSteps) {
+TEST_F(TreeGeneration, AnAbandonedForwardDoesNotBlockLaterSteps) {
   with_manager([](TreeManager& manager) {
     ManagedFunction forward = manager.add_function(twice("forward", FunctionMode::Forward));
     ManagedFunction evaluate = manager.add_function(twice("evaluate"));

@@ -8,6 +8,7 @@
 namespace grove::graphs {
 namespace {
 
+using TreeMemory = testing::TreeTest;
 using testing::add;
 using testing::error_of;
 using testing::filled;
@@ -17,7 +18,7 @@ using testing::values;
 using testing::with_manager;
 
 bool block_allocated(PoolId pool, const void* ptr) {
-  for (const SegmentInfo& segment : allocator_for(kCPU).snapshot(pool)) {
+  for (const SegmentInfo& segment : allocator_for(testing::kTestDevice).snapshot(pool)) {
     for (const BlockInfo& block : segment.blocks) {
       if (block.address == reinterpret_cast<std::uintptr_t>(ptr)) return block.allocated;
     }
@@ -25,7 +26,7 @@ bool block_allocated(PoolId pool, const void* ptr) {
   return false;
 }
 
-TEST(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
+TEST_F(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
   with_manager([](TreeManager& manager) {
     WrappedFunction pair;
     pair.name = "pair";
@@ -35,7 +36,8 @@ TEST(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
     WrappedFunction big;
     big.name = "big";
     big.callable = [](const TensorList& in) {
-      return TensorList{add(full({1024}, 5.0f), full({1024}, in[0].item<float>()))};
+      const Device device = in[0].device();
+      return TensorList{add(full({1024}, 5.0f, device), full({1024}, in[0].item<float>(), device))};
     };
     ManagedFunction f = manager.add_function(pair);
     ManagedFunction g = manager.add_function(big);
@@ -61,7 +63,7 @@ TEST(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
   });
 }
 
-TEST(TreeMemory, PoolAccountingCatchesMemoryTheTreesDoNotKnow) {
+TEST_F(TreeMemory, PoolAccountingCatchesMemoryTheTreesDoNotKnow) {
   with_manager([](TreeManager& manager) {
     auto hidden = std::make_shared<Tensor>();
     WrappedFunction leaky;
@@ -77,7 +79,7 @@ TEST(TreeMemory, PoolAccountingCatchesMemoryTheTreesDoNotKnow) {
   });
 }
 
-TEST(TreeMemory, AStableLoopDoesNotGrow) {
+TEST_F(TreeMemory, AStableLoopDoesNotGrow) {
   with_manager([](TreeManager& manager) {
     WrappedFunction layer;
     layer.name = "layer";
@@ -99,11 +101,11 @@ TEST(TreeMemory, AStableLoopDoesNotGrow) {
         EXPECT_EQ(values(output[0]), std::vector<float>(64, 1.5f)) << "step " << step;
       }
       if (step == 10) {
-        at_step_10 = allocator_for(kCPU).stats();
+        at_step_10 = allocator_for(testing::kTestDevice).stats();
         nodes_at_step_10 = manager.num_graph_nodes();
       }
     }
-    const AllocatorStats at_end = allocator_for(kCPU).stats();
+    const AllocatorStats at_end = allocator_for(testing::kTestDevice).stats();
     EXPECT_EQ(at_end.reserved_bytes, at_step_10.reserved_bytes);
     EXPECT_EQ(at_end.allocated_bytes, at_step_10.allocated_bytes);
     EXPECT_EQ(at_end.num_segment_allocations, at_step_10.num_segment_allocations);
@@ -112,7 +114,7 @@ TEST(TreeMemory, AStableLoopDoesNotGrow) {
   });
 }
 
-TEST(TreeMemory, ResetTreesFreesThePoolAndPoisonsHeldOutputs) {
+TEST_F(TreeMemory, ResetTreesFreesThePoolAndPoisonsHeldOutputs) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "f";
@@ -122,9 +124,9 @@ TEST(TreeMemory, ResetTreesFreesThePoolAndPoisonsHeldOutputs) {
     f({filled(8, 1.0f)});
     Tensor held = f({filled(8, 1.0f)})[0];
     const PoolId old_pool = manager.pool();
-    ASSERT_TRUE(allocator_for(kCPU).pool_exists(old_pool));
+    ASSERT_TRUE(allocator_for(testing::kTestDevice).pool_exists(old_pool));
     manager.reset_trees();
-    EXPECT_FALSE(allocator_for(kCPU).pool_exists(old_pool));
+    EXPECT_FALSE(allocator_for(testing::kTestDevice).pool_exists(old_pool));
     EXPECT_EQ(manager.num_graph_nodes(), 0u);
     EXPECT_EQ(manager.state(), PathState::None);
     EXPECT_THAT(error_of([&] { held.to_vector<float>(); }), HasSubstr("graphed function 'f'"));

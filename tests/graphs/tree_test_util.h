@@ -1,4 +1,6 @@
-// Shared helpers for the graph-tree scenario tests.
+// Shared helpers for the graph-tree scenario tests: the fixture every scenario uses (it skips
+// the CUDA build's tests when there is no device), a manager on a fresh thread, and inputs and
+// reads on the device of the build (kTestDevice, test_ops.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +15,16 @@
 #include "test_ops.h"
 
 namespace grove::graphs::testing {
+
+// The fixture of every scenario (each file names it after its suite, e.g.
+// `using TreeBasic = testing::TreeTest;`): on a CUDA build without a device, the test is
+// skipped, not failed.
+class TreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kTestDevice.is_cuda() && !cuda_is_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
 
 // Debug checks on (pool accounting after every record and checkpoint), warnings kept quiet.
 inline TreeOptions test_options() {
@@ -29,7 +41,7 @@ inline void with_manager(const std::function<void(TreeManager&)>& body,
   std::exception_ptr error;
   std::thread thread([&] {
     try {
-      TreeManager manager(kCPU, options);
+      TreeManager manager(kTestDevice, options);
       body(manager);
     } catch (...) {
       error = std::current_exception();
@@ -39,10 +51,12 @@ inline void with_manager(const std::function<void(TreeManager&)>& body,
   if (error) std::rethrow_exception(error);
 }
 
+// A float32 tensor of n copies of value on the test device.
 inline Tensor filled(std::int64_t n, float value) {
-  return full({n}, value);
+  return full({n}, value, TensorOptions(DType::Float32).device(kTestDevice));
 }
 
+// The values on the host (a copy that waits for the tensor's device).
 inline std::vector<float> values(const Tensor& tensor) {
   return tensor.to_vector<float>();
 }

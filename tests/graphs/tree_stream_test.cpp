@@ -1,0 +1,87 @@
+// Graph-tree scenarios about streams: the manager runs its graphs on a stream of its own, and
+// the caller's work must still be ordered with them (Note [The caller's stream and the manager's
+// stream] in graphs/tree_manager.h). On the CPU kernels run at once and these pass trivially;
+// on a GPU they fail without the ordering, because the caller's kernels are made long enough to
+// still be running when the manager's would start.
+#include <gmock/gmock.h>
+
+#include "tree_test_util.h"
+
+namespace grove::graphs {
+namespace {
+
+using TreeStream = testing::TreeTest;
+using testing::add;
+using testing::add_;
+using testing::filled;
+using testing::kTestDevice;
+using testing::values;
+using testing::with_manager;
+
+// Large enough on a GPU that the caller's kernels below take about a millisecond (16 MiB per
+// pass, 32 passes); small on the CPU, where they run at once anyway.
+std::int64_t stream_test_size() {
+  return kTestDevice.is_cpu() ? 1024 : std::int64_t{1} << 22;
+}
+
+// y = 17 x, as 16 kernels: a replay long enough for a read that does not wait to see it unfinished.
+WrappedFunction seventeen_times() {
+  WrappedFunction function;
+  function.name = "seventeen_times";
+  function.callable = [](const TensorList& in) {
+    Tensor y = in[0];
+    for (int i = 0; i < 16; ++i) y = add(y, in[0]);
+    return TensorList{y};
+  };
+  return function;
+}
+
+// The input is written by 32 kernels on the caller's stream just before each call, and the
+// output is read right after it: a replay that did not wait would see a partial input, and a
+// read that did not wait would see a partial output.
+TEST_F(TreeStream, CallsAreOrderedWithTheCallersStream) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction f = manager.add_function(seventeen_times());
+    const std::int64_t n = stream_test_size();
+    const Tensor one = filled(n, 1.0f);
+    for (int call = 0; call < 5; ++call) {
+      Tensor x = filled(n, static_cast<float>(call));
+      for (int pass = 0; pass < 32; ++pass) add_(x, one);
+      TensorList out = f({x});
+      x = Tensor();  // its block may be reused at once by the caller's stream
+      Tensor overwrite = filled(n, -1.0f);
+      const std::vector<float> got = values(out[0]);
+      const float expected = 17.0f * (static_cast<float>(call) + 32.0f);
+      std::int64_t wrong = 0;
+      for (float value : got) wrong += value != expected ? 1 : 0;
+      EXPECT_EQ(wrong, 0) << "call " << call << ": expected every element to be " << expected;
+    }
+    EXPECT_EQ(manager.counters().replays, 3u);
+  });
+}
+
+// Outputs of one call feed the next while the caller also writes them on its own stream.
+TEST_F(TreeStream, CallerWritesToAnOutputAreSeenByTheNextCall) {
+  with_manager([](TreeManager& manager) {
+    WrappedFunction first;
+    first.name = "first";
+    first.callable = [](const TensorList& in) { return TensorList{add(in[0], in[0])}; };
+    ManagedFunction f = manager.add_function(first);
+    ManagedFunction g = manager.add_function(seventeen_times());
+    const std::int64_t n = stream_test_size();
+    const Tensor one = filled(n, 1.0f);
+    for (int step = 0; step < 4; ++step) {
+      mark_step_begin();
+      TensorList y = f({filled(n, 1.0f)});                    // 2
+      for (int pass = 0; pass < 32; ++pass) add_(y[0], one);  // 34, on the caller's stream
+      TensorList z = g({y[0]});
+      const std::vector<float> got = values(z[0]);
+      std::int64_t wrong = 0;
+      for (float value : got) wrong += value != 17.0f * 34.0f ? 1 : 0;
+      EXPECT_EQ(wrong, 0) << "step " << step;
+    }
+  });
+}
+
+}  // namespace
+}  // namespace grove::graphs
