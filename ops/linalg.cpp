@@ -1,10 +1,11 @@
 // Linear algebra ops: argument checks, output shapes and the user functions. Kernels are in
-// ops/cpu/linalg.cpp (matmul and bmm share one kernel; linear has its own, for the bias and the
-// weight read transposed).
+// ops/cpu/linalg.cpp and ops/cuda/linalg.cpp (matmul and bmm share one kernel; linear has its
+// own, for the bias and the weight read transposed).
 #include "ops/linalg.h"
 
 #include "ops/broadcast.h"
 #include "ops/cpu/linalg.h"
+#include "ops/cuda/linalg.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops {
@@ -83,10 +84,10 @@ void infer_linear(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // No attributes.
-constexpr OpEntry kMatmul{OpKind::Matmul, infer_matmul, cpu::matmul, nullptr};
-constexpr OpEntry kBmm{OpKind::Bmm, infer_bmm, cpu::matmul, nullptr};
+constexpr OpEntry kMatmul{OpKind::Matmul, infer_matmul, cpu::matmul, GROVE_CUDA_KERNEL(matmul)};
+constexpr OpEntry kBmm{OpKind::Bmm, infer_bmm, cpu::matmul, GROVE_CUDA_KERNEL(matmul)};
 // Inputs: x, weight and, when there is one, bias.
-constexpr OpEntry kLinear{OpKind::Linear, infer_linear, cpu::linear, nullptr};
+constexpr OpEntry kLinear{OpKind::Linear, infer_linear, cpu::linear, GROVE_CUDA_KERNEL(linear)};
 
 }  // namespace
 

@@ -1,0 +1,488 @@
+// CUDA kernels for matmul, bmm and linear (ops/cuda/linalg.h); ops/cpu/linalg.cpp is the
+// reference they match. Library calls only (cuBLASLt, cuBLAS), so this is a .cpp for g++.
+//
+// Outline: every call is read as the CPU kernel reads it, `count` row-major-terms products
+// c_i (M x N) = a_i (M x K) @ b_i (K x N), each operand in place when one of its two matrix dims
+// has unit stride (else a contiguous() copy, Note [Scratch copies before a CPU kernel] in
+// ops/cpu/linalg.h, which holds for CUDA scratch tensors as well). cuBLAS is column-major, and a
+// row-major matrix is its transpose in column-major terms, so the row-major C = a @ b is computed
+// as the column-major C^T = b^T @ a^T: operands swapped, m = N, n = M, and each operand gets
+// CUBLAS_OP_N when it is row-major and CUBLAS_OP_T when it is column-major. The output is
+// contiguous, (count, M, N).
+//   - Batches: the batch dims of both operands (broadcast ones with stride 0) are coalesced; the
+//     innermost remaining dim is one strided-batched call, any outer dims a loop of calls. When
+//     b is the same for every product and a's matrices form one row-major stack (x @ W^T in a
+//     model), the batch folds into M: one product instead of many, as the CPU kernel does.
+//   - float32: cublasLtMatmul with CUBLAS_COMPUTE_32F (or CUBLAS_COMPUTE_32F_FAST_TF32 when
+//     allow_tf32()), linear's bias fused as the BIAS epilogue. See Note [cuBLASLt plan cache].
+//     Batches with a broadcast (stride 0) operand, and shapes for which cuBLASLt offers no
+//     algorithm, go to cublasGemmStridedBatchedEx instead.
+//   - float64: cublasDgemmStridedBatched; linear's bias is copied into the output first and the
+//     product accumulated onto it (beta = 1).
+//   - K = 0: the empty sum, zeros (or the bias), without cuBLAS.
+//
+// Note [cuBLASLt plan cache]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A cuBLASLt matmul needs an operation descriptor, three matrix layouts and an algorithm, and
+// asking the heuristic for an algorithm costs tens of microseconds, more than the small GEMMs of
+// an MLP take to run. So each thread keeps them per key: device, TF32, bias, transposes, m, n, k,
+// leading dims, batch count and strides, and the alignment (a power of two up to 256 bytes) of
+// each pointer, because the heuristic may pick kernels that need 16-byte or wider loads and a
+// sliced operand can be less aligned than the last one of that shape. The heuristic is asked once
+// per key and thread (its "no algorithm" answer is kept too); later calls cost a hash lookup and
+// cublasLtMatmul. The cache is thread_local so that setting the bias pointer on a cached
+// descriptor needs no lock; descriptors are host objects, freed when the thread exits.
+#include "ops/cuda/linalg.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_device.h"
+#include "ops/cpu/linalg.h"
+#include "ops/cuda/blas_handle.h"
+#include "ops/precision.h"
+
+namespace grove::ops::cuda {
+namespace {
+
+// How an operand is read as a stack of matrices (as in the CPU kernel).
+enum class Role {
+  Left,        // a: (K) as (1, K), or (..., M, K)
+  Right,       // b: (K) as (K, 1), or (..., K, N)
+  Transposed,  // linear's weight (N, K), read as (K, N)
+};
+
+// One operand in row-major terms: its first matrix and its batch dims.
+struct Operand {
+  const char* data = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t leading = 1;
+  bool row_major = true;
+  DimVector batch_sizes;
+  DimVector batch_strides;
+  Tensor scratch;  // a contiguous copy, when cuBLAS cannot read the tensor's layout
+};
+
+// The (batch..., rows, cols) sizes and strides under which `tensor` is read, without a view.
+void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides) {
+  sizes = tensor.sizes();
+  strides = tensor.strides();
+  const std::size_t last = sizes.size() - 1;
+  if (role == Role::Transposed) {
+    std::swap(sizes[last], sizes[last - 1]);
+    std::swap(strides[last], strides[last - 1]);
+  } else if (tensor.dim() == 1 && role == Role::Left) {
+    sizes.insert(0, 1);
+    strides.insert(0, 0);  // the stride of a size-1 dim is never used
+  } else if (tensor.dim() == 1) {
+    sizes.push_back(1);
+    strides.push_back(1);
+  }
+}
+
+// The CPU's layout rule (one unit-stride dim), plus cuBLAS's: the leading dimension covers the
+// rows of the matrix as stored column-major (cols of a row-major matrix, rows of a column-major).
+bool blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
+                 std::int64_t col_stride, bool& row_major, std::int64_t& leading) {
+  if (!cpu::matrix_layout(rows, cols, row_stride, col_stride, row_major, leading)) return false;
+  return leading >= std::max<std::int64_t>(row_major ? cols : rows, 1);
+}
+
+Operand prepare(const Tensor& tensor, Role role) {
+  Operand operand;
+  const Tensor* source = &tensor;
+  DimVector sizes, strides;
+  matrix_view(tensor, role, sizes, strides);
+  const std::size_t n = sizes.size();
+  operand.rows = sizes[n - 2];
+  operand.cols = sizes[n - 1];
+  if (!blas_layout(operand.rows, operand.cols, strides[n - 2], strides[n - 1], operand.row_major,
+                   operand.leading)) {
+    // See Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
+    operand.scratch = tensor.contiguous();
+    source = &operand.scratch;
+    matrix_view(operand.scratch, role, sizes, strides);
+    const bool mapped = blas_layout(operand.rows, operand.cols, strides[n - 2], strides[n - 1],
+                                    operand.row_major, operand.leading);
+    GROVE_INTERNAL_ASSERT(mapped, "a contiguous matrix must map onto cuBLAS");
+  }
+  operand.data = static_cast<const char*>(source->data_ptr());
+  operand.batch_sizes.assign(IntArrayRef(sizes.data(), n - 2));
+  operand.batch_strides.assign(IntArrayRef(strides.data(), n - 2));
+  return operand;
+}
+
+// One cuBLAS call in column-major terms: C' (m x n, leading dim ldc) = op(A') (m x k) @ op(B')
+// (k x n), `count` times at the given element strides. A' is the row-major b, B' the row-major
+// a (see the outline at the top).
+struct GemmCall {
+  DType dtype = DType::Float32;
+  bool trans_a = false;
+  bool trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 1, ldb = 1, ldc = 1;
+  std::int64_t count = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  const void* bias = nullptr;  // float32 only: m values, one per row of C' (column of C)
+  bool accumulate = false;     // beta = 1: C' already holds the bias
+};
+
+// The largest power of two up to 256 that divides the address and every batch offset (in bytes).
+std::int64_t alignment(const void* data, std::int64_t stride_bytes, std::int64_t count) {
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(data);
+  if (count > 1) bits |= static_cast<std::uintptr_t>(stride_bytes);
+  std::int64_t align = 256;
+  while (align > 1 && bits % static_cast<std::uintptr_t>(align) != 0) align /= 2;
+  return align;
+}
+
+// See Note [cuBLASLt plan cache].
+using LtKey = std::array<std::int64_t, 19>;
+
+struct LtKeyHash {
+  std::size_t operator()(const LtKey& key) const {
+    std::uint64_t hash = 14695981039346656037ull;  // FNV-1a over the fields
+    for (std::int64_t field : key) {
+      hash ^= static_cast<std::uint64_t>(field);
+      hash *= 1099511628211ull;
+    }
+    return static_cast<std::size_t>(hash);
+  }
+};
+
+struct LtPlan {
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t layout_a = nullptr;
+  cublasLtMatrixLayout_t layout_b = nullptr;
+  cublasLtMatrixLayout_t layout_c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;  // false: cuBLASLt has no algorithm; use cuBLAS
+
+  LtPlan() = default;
+  LtPlan(const LtPlan&) = delete;
+  LtPlan& operator=(const LtPlan&) = delete;
+  ~LtPlan() {  // host objects only
+    if (layout_c != nullptr) (void)cublasLtMatrixLayoutDestroy(layout_c);
+    if (layout_b != nullptr) (void)cublasLtMatrixLayoutDestroy(layout_b);
+    if (layout_a != nullptr) (void)cublasLtMatrixLayoutDestroy(layout_a);
+    if (operation != nullptr) (void)cublasLtMatmulDescDestroy(operation);
+  }
+};
+
+template <typename T>
+void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute,
+                   const T& value) {
+  GROVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)));
+}
+
+cublasLtMatrixLayout_t make_layout(std::int64_t rows, std::int64_t cols, std::int64_t leading,
+                                   std::int64_t count, std::int64_t stride) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, static_cast<std::uint64_t>(rows),
+                                                static_cast<std::uint64_t>(cols), leading));
+  if (count > 1) {
+    const auto batch = static_cast<std::int32_t>(count);
+    GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                        &batch, sizeof(batch)));
+    GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return layout;
+}
+
+// Builds the descriptors of `call` and asks the heuristic for one algorithm.
+void build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key, cublasLtHandle_t handle,
+                std::size_t workspace_bytes, bool tf32) {
+  const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  GROVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, compute, CUDA_R_32F));
+  const auto trans_a = static_cast<std::int32_t>(call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  const auto trans_b = static_cast<std::int32_t>(call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, trans_a);
+  set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, trans_b);
+  if (call.bias != nullptr) {
+    // Column-major C' has m rows; the BIAS epilogue adds bias[i] to row i of every column,
+    // which is column i of the row-major result: linear's per-output-feature bias.
+    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
+    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+  }
+  // Stored shapes: op N reads A' as m x k, op T as k x m (and B' likewise with n).
+  plan.layout_a = make_layout(call.trans_a ? call.k : call.m, call.trans_a ? call.m : call.k,
+                              call.lda, call.count, call.stride_a);
+  plan.layout_b = make_layout(call.trans_b ? call.n : call.k, call.trans_b ? call.k : call.n,
+                              call.ldb, call.count, call.stride_b);
+  plan.layout_c = make_layout(call.m, call.n, call.ldc, call.count, call.stride_c);
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  GROVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  const auto max_workspace = static_cast<std::uint64_t>(workspace_bytes);
+  const auto attribute = [&](cublasLtMatmulPreferenceAttributes_t name, const auto& value) {
+    GROVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, name, &value, sizeof(value)));
+  };
+  attribute(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_workspace);
+  // key[15..17]: the alignments of A', B' and C'.
+  attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<std::uint32_t>(key[15]));
+  attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<std::uint32_t>(key[16]));
+  attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<std::uint32_t>(key[17]));
+  attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(key[17]));
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle, plan.operation, plan.layout_a, plan.layout_b,
+                                     plan.layout_c, plan.layout_c, preference, 1, &result, &returned);
+  (void)cublasLtMatmulPreferenceDestroy(preference);
+  // NOT_SUPPORTED is the heuristic's "nothing fits", which the cuBLAS path handles.
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) GROVE_CUBLAS_CHECK(status);
+  plan.found = status == CUBLAS_STATUS_SUCCESS && returned > 0;
+  if (plan.found) plan.algo = result.algo;
+}
+
+// float32 through cuBLASLt; false if it has no algorithm for this call (nothing launched).
+bool try_lt_gemm(const GemmCall& call, Stream stream) {
+  const bool tf32 = allow_tf32();
+  constexpr std::int64_t kFloat = 4;
+  // The fields, in the order build_plan reads them (15 to 17: the alignments of A', B', C').
+  const LtKey key = {stream.device.index,
+                     tf32 ? 1 : 0,
+                     call.bias != nullptr ? 1 : 0,
+                     call.trans_a ? 1 : 0,
+                     call.trans_b ? 1 : 0,
+                     call.m,
+                     call.n,
+                     call.k,
+                     call.lda,
+                     call.ldb,
+                     call.ldc,
+                     call.count,
+                     call.stride_a,
+                     call.stride_b,
+                     call.stride_c,
+                     alignment(call.a, call.stride_a * kFloat, call.count),
+                     alignment(call.b, call.stride_b * kFloat, call.count),
+                     alignment(call.c, call.stride_c * kFloat, call.count),
+                     call.bias != nullptr ? alignment(call.bias, 0, 1) : 0};
+  thread_local std::unordered_map<LtKey, LtPlan, LtKeyHash> plans;
+  cublasLtHandle_t handle = blas_lt_handle(stream.device);
+  const BlasWorkspace workspace = blas_workspace(stream);
+  auto [entry, inserted] = plans.try_emplace(key);
+  LtPlan& plan = entry->second;
+  if (inserted) {
+    try {
+      build_plan(plan, call, key, handle, workspace.bytes, tf32);
+    } catch (...) {
+      plans.erase(entry);
+      throw;
+    }
+  }
+  if (!plan.found) return false;
+  if (call.bias != nullptr) {
+    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+  }
+  const float alpha = 1.0f;
+  const float beta = call.accumulate ? 1.0f : 0.0f;
+  GROVE_CUBLAS_CHECK(cublasLtMatmul(handle, plan.operation, &alpha, call.a, plan.layout_a, call.b,
+                                    plan.layout_b, &beta, call.c, plan.layout_c, call.c,
+                                    plan.layout_c, &plan.algo, workspace.data, workspace.bytes,
+                                    cuda_backend::cuda_stream(stream)));
+  return true;
+}
+
+int as_int(std::int64_t value, const char* what) {
+  GROVE_CHECK(value <= INT_MAX, "matmul on CUDA: expected ", what, " of at most ", INT_MAX,
+              " for cuBLAS, but got ", value);
+  return static_cast<int>(value);
+}
+
+// float32 (no bias epilogue) or float64 through cuBLAS.
+void blas_gemm(const GemmCall& call, Stream stream) {
+  cublasHandle_t handle = blas_handle(stream);
+  const cublasOperation_t trans_a = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t trans_b = call.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = as_int(call.m, "sizes"), n = as_int(call.n, "sizes"), k = as_int(call.k, "sizes");
+  const int lda = as_int(call.lda, "strides"), ldb = as_int(call.ldb, "strides");
+  const int ldc = as_int(call.ldc, "strides"), count = as_int(call.count, "batch sizes");
+  if (call.dtype == DType::Float64) {
+    const double alpha = 1.0;
+    const double beta = call.accumulate ? 1.0 : 0.0;
+    GROVE_CUBLAS_CHECK(cublasDgemmStridedBatched(
+        handle, trans_a, trans_b, m, n, k, &alpha, static_cast<const double*>(call.a), lda,
+        call.stride_a, static_cast<const double*>(call.b), ldb, call.stride_b, &beta,
+        static_cast<double*>(call.c), ldc, call.stride_c, count));
+    return;
+  }
+  const float alpha = 1.0f;
+  const float beta = call.accumulate ? 1.0f : 0.0f;
+  const cublasComputeType_t compute =
+      allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  GROVE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, trans_a, trans_b, m, n, k, &alpha, call.a, CUDA_R_32F, lda, call.stride_a, call.b,
+      CUDA_R_32F, ldb, call.stride_b, &beta, call.c, CUDA_R_32F, ldc, call.stride_c, count,
+      compute, CUBLAS_GEMM_DEFAULT));
+}
+
+// A coalesced batch dim: its size and each operand's element stride (0 where broadcast).
+struct BatchDim {
+  std::int64_t size = 1;
+  std::int64_t a_stride = 0;
+  std::int64_t b_stride = 0;
+};
+
+// The batch dims of a and b aligned from the right, size-1 dims dropped, and neighbours merged
+// where both operands step through them as one dim. Outermost first.
+std::vector<BatchDim> coalesced_batch(const Operand& a, const Operand& b) {
+  const std::size_t ndim = std::max(a.batch_sizes.size(), b.batch_sizes.size());
+  std::vector<BatchDim> dims;
+  for (std::size_t d = 0; d < ndim; ++d) {
+    auto size_and_stride = [&](const Operand& operand, std::int64_t& stride) {
+      const std::size_t missing = ndim - operand.batch_sizes.size();
+      stride = 0;
+      if (d < missing) return std::int64_t{1};
+      const std::int64_t size = operand.batch_sizes[d - missing];
+      if (size != 1) stride = operand.batch_strides[d - missing];
+      return size;
+    };
+    BatchDim dim;
+    const std::int64_t a_size = size_and_stride(a, dim.a_stride);
+    const std::int64_t b_size = size_and_stride(b, dim.b_stride);
+    dim.size = std::max(a_size, b_size);
+    if (dim.size == 1) continue;
+    if (!dims.empty()) {
+      BatchDim& outer = dims.back();
+      if (outer.a_stride == dim.a_stride * dim.size && outer.b_stride == dim.b_stride * dim.size) {
+        outer.size *= dim.size;
+        outer.a_stride = dim.a_stride;
+        outer.b_stride = dim.b_stride;
+        continue;
+      }
+    }
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+// out (contiguous: count x M x N) = a @ b, with linear's bias when `bias` is defined.
+void launch_gemm(const Tensor& out, const Tensor& left, const Tensor& right, Role right_role,
+                 const Tensor& bias) {
+  if (out.numel() == 0) return;
+  cuda_backend::DeviceGuard guard(out.device());
+  const Stream stream = current_stream(out.device());
+  const std::int64_t inner = left.size(-1);
+  if (inner == 0) {  // K = 0: the empty sum
+    if (bias.defined()) {
+      cuda_backend::launch_copy(out, bias.expand(out.sizes()));
+    } else {
+      GROVE_CUDA_CHECK(
+          cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), cuda_backend::cuda_stream(stream)));
+    }
+    return;
+  }
+  Operand a = prepare(left, Role::Left);
+  const Operand b = prepare(right, right_role);
+  std::vector<BatchDim> batch = coalesced_batch(a, b);
+  // Fold the batch into M when every product uses the same b and a's matrices are one
+  // row-major stack of rows (after coalescing: one dim, stride rows * leading).
+  const bool b_shared = std::all_of(batch.begin(), batch.end(),
+                                    [](const BatchDim& dim) { return dim.b_stride == 0; });
+  std::int64_t rows = a.rows;
+  if (b_shared && a.row_major && batch.size() == 1 && batch[0].a_stride == a.rows * a.leading) {
+    rows *= batch[0].size;
+    batch.clear();
+  } else if (bias.defined() && !batch.empty()) {
+    // linear with an input that does not fold (a transposed 3-d x): fold a contiguous copy so
+    // that the bias epilogue sees one product.
+    const Tensor left_contiguous = left.contiguous();
+    a = prepare(left_contiguous, Role::Left);
+    a.scratch = left_contiguous;  // alive until after the launch
+    rows = a.rows * product(IntArrayRef(a.batch_sizes));
+    batch.clear();
+  }
+  const std::size_t element = element_size(out.dtype());
+  GemmCall call;
+  call.dtype = out.dtype();
+  call.trans_a = !b.row_major;
+  call.trans_b = !a.row_major;
+  call.m = b.cols;
+  call.n = rows;
+  call.k = inner;
+  call.lda = b.leading;
+  call.ldb = a.leading;
+  call.ldc = b.cols;
+  call.stride_c = rows * b.cols;
+  if (!batch.empty()) {
+    call.count = batch.back().size;
+    call.stride_a = batch.back().b_stride;  // A' is b
+    call.stride_b = batch.back().a_stride;
+  }
+  // float64's bias (and float32's when cuBLASLt has no algorithm): copied in, then beta = 1.
+  auto copy_bias = [&] {
+    cuda_backend::launch_copy(out, bias.expand(out.sizes()));
+    call.bias = nullptr;
+    call.accumulate = true;
+  };
+  Tensor bias_contiguous;
+  if (bias.defined() && out.dtype() == DType::Float32) {
+    bias_contiguous = bias.contiguous();  // the epilogue reads a packed vector
+    call.bias = bias_contiguous.data_ptr();
+  } else if (bias.defined()) {
+    copy_bias();
+  }
+  // The outer batch dims (all but the innermost), walked as a flat index.
+  std::int64_t outer_count = 1;
+  for (std::size_t d = 0; d + 1 < batch.size(); ++d) outer_count *= batch[d].size;
+  for (std::int64_t outer = 0; outer < outer_count; ++outer) {
+    std::int64_t a_offset = 0, b_offset = 0, index = outer;
+    for (auto d = static_cast<std::ptrdiff_t>(batch.size()) - 2; d >= 0; --d) {
+      const BatchDim& dim = batch[static_cast<std::size_t>(d)];
+      const std::int64_t coordinate = index % dim.size;
+      index /= dim.size;
+      a_offset += coordinate * dim.a_stride;
+      b_offset += coordinate * dim.b_stride;
+    }
+    GemmCall one = call;
+    one.a = b.data + b_offset * static_cast<std::int64_t>(element);
+    one.b = a.data + a_offset * static_cast<std::int64_t>(element);
+    one.c = static_cast<char*>(out.data_ptr()) +
+            outer * call.count * call.stride_c * static_cast<std::int64_t>(element);
+    // cuBLASLt for float32, unless a batch broadcasts an operand (stride 0): cuBLAS's strided
+    // batch is documented for that.
+    const bool broadcast = one.count > 1 && (one.stride_a == 0 || one.stride_b == 0);
+    if (one.dtype == DType::Float32 && !broadcast && try_lt_gemm(one, stream)) continue;
+    if (one.bias != nullptr) {
+      copy_bias();
+      one.bias = nullptr;
+      one.accumulate = true;
+    }
+    blas_gemm(one, stream);
+  }
+  // a.scratch, b.scratch and bias_contiguous die here, after the launches: see Note [Scratch
+  // copies before a CPU kernel] in ops/cpu/linalg.h.
+}
+
+void check_float(const Tensor& out, const char* op) {
+  GROVE_INTERNAL_ASSERT(out.dtype() == DType::Float32 || out.dtype() == DType::Float64, op,
+                        " reached the CUDA kernel with dtype ", out.dtype());
+}
+
+}  // namespace
+
+void matmul(const OpCall& call, const OpOutputs& outputs) {
+  check_float(outputs[0], op_name(call.kind).data());
+  launch_gemm(outputs[0], call.input(0), call.input(1), Role::Right, Tensor());
+}
+
+void linear(const OpCall& call, const OpOutputs& outputs) {
+  check_float(outputs[0], "linear");
+  const Tensor bias = call.inputs.size() == 3 ? call.input(2) : Tensor();
+  launch_gemm(outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
+}
+
+}  // namespace grove::ops::cuda
