@@ -3,18 +3,31 @@
 //   layer 2: (128, 32, 14, 14) * (64, 32, 3, 3), padding 1, then max_pool2d 2 on (128, 64, 14, 14)
 // Convolutions report TFLOP/s of 2 N O Ho Wo C kH kW flops (each of forward, backward input and
 // backward weight does that many), with TF32 off (the default) and on; pooling reports time.
-// GPU time per call from CUDA events around kCalls back-to-back calls (UseManualTime), so host
-// overhead only counts where it exceeds the GPU's time.
+// Time per call from CUDA events around kCalls calls (UseManualTime): launched eagerly (host
+// overhead counts where it exceeds the GPU's time) and replayed from a DeviceGraph (GPU time).
 // Floors (H200: ~67 TFLOP/s FP32 without tensor cores, 4.8 TB/s): layer 2's 1.85 GFLOP take at
 // least 28 us per op in FP32; layer 1 (K = 9) is memory-bound: 12.8 MB written by the forward,
 // >= 2.7 us. max_pool2d forward at 28x28 moves 12.8 MB in, 3.2 MB values and 6.4 MB indices out
 // (>= 4.7 us); its backward 3.2 + 6.4 MB in, 12.8 MB out (>= 4.7 us). PyTorch's max-pool
 // backward there: 54 us.
+// Measured (H200, cuDNN 9.14 at run time, --benchmark_min_time=0.05, one run; us per call,
+// eager / graph-replayed, TF32 off):
+//   layer 1 forward 36.9 / 24.8 (2.3 TFLOP/s graphed), backward input 48.2 / 45.7, backward
+//   weight 49.4 / 40.9; layer 2 forward 46.5 / 42.9 (21.5 TFLOP/s), backward input 83.7 / 74.9
+//   (12.4), backward weight 41.2 / 35.6 (26.0). TF32 on, graphed: layer 2 forward 26.5 (34.9
+//   TFLOP/s), backward input 25.0 (37.0), backward weight 36.0 (25.7).
+//   max_pool2d 28x28 (C 32) forward 10.1 / 9.1, backward 19.5 / 18.3; 14x14 (C 64) forward
+//   6.7 / 5.5, backward 11.1 / 10.0.
+// So pooling is within ~2-4x of its floor and max-pool backward beats PyTorch's 54 us; the
+// convolutions are not: layer 1 is 5-10x its memory floor (cuDNN's heuristic picks, plus a
+// separate bias pass), and the eager forward of layer 1 is host-bound (~37 us a call in cuDNN's
+// legacy API path) where the graph replays in 25 us.
 // Run: ./build/bench/cuda_conv_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_device.h"
+#include "core/device_graph.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "ops/conv.h"
@@ -27,20 +40,34 @@ using grove::Tensor;
 
 constexpr int kCalls = 20;
 
-// Times kCalls calls of `call` on the current stream with CUDA events; seconds per call.
+// Times kCalls calls of `call` with CUDA events; seconds per call. Eager: the calls launched one
+// by one (host overhead shows where it exceeds the GPU's time). Graph: the kCalls calls captured
+// once into a DeviceGraph and replayed, so the events see GPU time only.
 template <typename Call>
-void time_gpu(benchmark::State& state, Call call) {
+void time_gpu(benchmark::State& state, bool graphed, Call call) {
   const grove::Device device = grove::cuda(0);
-  cudaStream_t stream = grove::cuda_backend::cuda_stream(grove::current_stream(device));
+  const grove::Stream stream = grove::new_stream(device);
+  const grove::StreamGuard guard(stream);
+  cudaStream_t cuda_stream = grove::cuda_backend::cuda_stream(stream);
   for (int i = 0; i < 3; ++i) call();  // plans, workspaces and the allocator's cache
-  grove::synchronize(grove::current_stream(device));
+  grove::synchronize(stream);
+  grove::DeviceGraph graph(device);
+  if (graphed) {
+    graph.begin_capture(stream);
+    for (int i = 0; i < kCalls; ++i) call();
+    graph.end_capture();
+  }
   cudaEvent_t start = nullptr, stop = nullptr;
   GROVE_CUDA_CHECK(cudaEventCreate(&start));
   GROVE_CUDA_CHECK(cudaEventCreate(&stop));
   for (auto _ : state) {
-    GROVE_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int i = 0; i < kCalls; ++i) call();
-    GROVE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    GROVE_CUDA_CHECK(cudaEventRecord(start, cuda_stream));
+    if (graphed) {
+      graph.replay();
+    } else {
+      for (int i = 0; i < kCalls; ++i) call();
+    }
+    GROVE_CUDA_CHECK(cudaEventRecord(stop, cuda_stream));
     GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
     float milliseconds = 0.0f;
     GROVE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
@@ -58,7 +85,8 @@ bool skip_without_gpu(benchmark::State& state) {
 
 enum Op { kForward, kBackwardInput, kBackwardWeight };
 
-// Args: op, in channels, height (= width), out channels, TF32 (0 or 1); batch 128, 3x3, pad 1.
+// Args: op, in channels, height (= width), out channels, TF32 (0 or 1), graph (0 or 1); batch
+// 128, 3x3, pad 1.
 void BM_CudaConv2d(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const auto op = static_cast<Op>(state.range(0));
@@ -73,7 +101,7 @@ void BM_CudaConv2d(benchmark::State& state) {
   const Tensor grad = grove::full({batch, out_channels, size, size}, 0.125, options);
   const grove::DimVector input_sizes{batch, channels, size, size};
   const grove::DimVector weight_sizes{out_channels, channels, 3, 3};
-  time_gpu(state, [&] {
+  time_gpu(state, state.range(5) != 0, [&] {
     Tensor out;
     switch (op) {
       case kForward:
@@ -89,39 +117,39 @@ void BM_CudaConv2d(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data_ptr());
   });
   grove::ops::set_allow_tf32(saved);
-  const double flops =
-      2.0 * static_cast<double>(batch * out_channels * size * size * channels * 9);
+  const double flops = 2.0 * static_cast<double>(batch * out_channels * size * size * channels * 9);
   state.counters["TFLOP/s"] =
       benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CudaConv2d)
-    ->ArgNames({"op", "C", "HW", "O", "tf32"})
-    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {1}, {28}, {32}, {0, 1}})
-    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {32}, {14}, {64}, {0, 1}})
+    ->ArgNames({"op", "C", "HW", "O", "tf32", "graph"})
+    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {1}, {28}, {32}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {32}, {14}, {64}, {0, 1}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
-// Args: backward (0 or 1), channels, height (= width); batch 128, 2x2 windows, stride 2.
+// Args: backward (0 or 1), channels, height (= width), graph (0 or 1); batch 128, 2x2 windows,
+// stride 2.
 void BM_CudaMaxPool2d(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const bool backward = state.range(0) != 0;
   const std::int64_t batch = 128, channels = state.range(1), size = state.range(2);
   const grove::TensorOptions options = grove::TensorOptions().device(grove::cuda(0));
-  const Tensor input = grove::ops::conv2d(
-      grove::full({batch, 1, size, size}, 0.5, options),
-      grove::full({channels, 1, 3, 3}, 0.25, options), {}, {1, 1}, {1, 1});  // some values
+  const Tensor input = grove::ops::conv2d(grove::full({batch, 1, size, size}, 0.5, options),
+                                          grove::full({channels, 1, 3, 3}, 0.25, options), {},
+                                          {1, 1}, {1, 1});  // some values
   const auto [values, indices] = grove::ops::max_pool2d_with_indices(input, {2, 2});
   const Tensor grad = grove::full(values.sizes(), 1.0, options);
-  time_gpu(state, [&] {
+  time_gpu(state, state.range(3) != 0, [&] {
     Tensor out = backward ? grove::ops::max_pool2d_backward(grad, indices, input.sizes())
                           : grove::ops::max_pool2d(input, {2, 2});
     benchmark::DoNotOptimize(out.data_ptr());
   });
 }
 BENCHMARK(BM_CudaMaxPool2d)
-    ->ArgNames({"backward", "C", "HW"})
-    ->ArgsProduct({{0, 1}, {32}, {28}})
-    ->ArgsProduct({{0, 1}, {64}, {14}})
+    ->ArgNames({"backward", "C", "HW", "graph"})
+    ->ArgsProduct({{0, 1}, {32}, {28}, {0, 1}})
+    ->ArgsProduct({{0, 1}, {64}, {14}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -150,8 +150,7 @@ void infer_conv2d_backward_weight(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Inputs: input, weight, bias if any. ints: the 7 ConvAttributes.
-constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d,
-                          GROVE_CUDA_KERNEL(conv2d)};
+constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d, GROVE_CUDA_KERNEL(conv2d)};
 // Inputs: grad, weight. ints: input_sizes (4), then the 7 ConvAttributes.
 constexpr OpEntry kConv2dBackwardInput{OpKind::Conv2dBackwardInput, infer_conv2d_backward_input,
                                        cpu::conv2d_backward_input,

@@ -112,9 +112,9 @@ void infer_avg_pool2d_backward(const OpCall& call, OutputSpecs& outputs) {
 
 // Outputs: values and int64 indices.
 constexpr OpEntry kMaxPool2d{OpKind::MaxPool2d, infer_pool2d, cpu::max_pool2d,
-                                     GROVE_CUDA_KERNEL(max_pool2d)};
+                             GROVE_CUDA_KERNEL(max_pool2d)};
 constexpr OpEntry kAvgPool2d{OpKind::AvgPool2d, infer_pool2d, cpu::avg_pool2d,
-                                     GROVE_CUDA_KERNEL(avg_pool2d)};
+                             GROVE_CUDA_KERNEL(avg_pool2d)};
 // Inputs: grad, indices. ints: input_sizes.
 constexpr OpEntry kMaxPool2dBackward{OpKind::MaxPool2dBackward, infer_max_pool2d_backward,
                                      cpu::max_pool2d_backward,

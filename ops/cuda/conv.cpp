@@ -75,9 +75,9 @@ cudnnDataType_t cudnn_type(DType dtype) {
 cudnnTensorDescriptor_t tensor_descriptor(DType dtype, IntArrayRef sizes, const char* op) {
   cudnnTensorDescriptor_t descriptor = nullptr;
   GROVE_CUDNN_CHECK(cudnnCreateTensorDescriptor(&descriptor));
-  GROVE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(
-      descriptor, CUDNN_TENSOR_NCHW, cudnn_type(dtype), to_int(sizes[0], op), to_int(sizes[1], op),
-      to_int(sizes[2], op), to_int(sizes[3], op)));
+  GROVE_CUDNN_CHECK(cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, cudnn_type(dtype),
+                                               to_int(sizes[0], op), to_int(sizes[1], op),
+                                               to_int(sizes[2], op), to_int(sizes[3], op)));
   return descriptor;
 }
 
@@ -110,23 +110,23 @@ int heuristic_candidates(cudnnHandle_t handle, Direction direction, const ConvPl
   switch (direction) {
     case Direction::Forward: {
       cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgorithms];
-      GROVE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
-          handle, plan.input, plan.weight, plan.convolution, plan.output, kMaxAlgorithms,
-          &returned, perf));
+      GROVE_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.input, plan.weight,
+                                                               plan.convolution, plan.output,
+                                                               kMaxAlgorithms, &returned, perf));
       return collect(perf, returned, candidates);
     }
     case Direction::BackwardData: {
       cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgorithms];
       GROVE_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-          handle, plan.weight, plan.output, plan.convolution, plan.input, kMaxAlgorithms,
-          &returned, perf));
+          handle, plan.weight, plan.output, plan.convolution, plan.input, kMaxAlgorithms, &returned,
+          perf));
       return collect(perf, returned, candidates);
     }
     case Direction::BackwardFilter: {
       cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgorithms];
       GROVE_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-          handle, plan.input, plan.output, plan.convolution, plan.weight, kMaxAlgorithms,
-          &returned, perf));
+          handle, plan.input, plan.output, plan.convolution, plan.weight, kMaxAlgorithms, &returned,
+          perf));
       return collect(perf, returned, candidates);
     }
   }
@@ -178,12 +178,12 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
 
   // cuDNN must agree with grove's output size (ops/conv.cpp's infer).
   int dims[4] = {};
-  GROVE_CUDNN_CHECK(cudnnGetConvolutionNdForwardOutputDim(plan->convolution, plan->input,
-                                                          plan->weight, 4, dims));
-  GROVE_INTERNAL_ASSERT(dims[0] == output[0] && dims[1] == output[1] && dims[2] == output[2] &&
-                            dims[3] == output[3],
-                        op, ": cuDNN's output size [", dims[0], ", ", dims[1], ", ", dims[2], ", ",
-                        dims[3], "] differs from ", output);
+  GROVE_CUDNN_CHECK(
+      cudnnGetConvolutionNdForwardOutputDim(plan->convolution, plan->input, plan->weight, 4, dims));
+  GROVE_INTERNAL_ASSERT(
+      dims[0] == output[0] && dims[1] == output[1] && dims[2] == output[2] && dims[3] == output[3],
+      op, ": cuDNN's output size [", dims[0], ", ", dims[1], ", ", dims[2], ", ", dims[3],
+      "] differs from ", output);
 
   Candidate candidates[kMaxAlgorithms];
   const int count = heuristic_candidates(handle, direction, *plan, candidates);
@@ -290,10 +290,11 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
     if (bias.defined()) {
       cudnnTensorDescriptor_t bias_descriptor =
           tensor_descriptor(out.dtype(), DimVector{1, out.size(1), 1, 1}, "conv2d");
-      cudnnTensorDescriptor_t out_descriptor = tensor_descriptor(out.dtype(), out.sizes(), "conv2d");
-      const cudnnStatus_t status = cudnnAddTensor(handle, scale.one(), bias_descriptor,
-                                                  bias.data_ptr(), scale.one(), out_descriptor,
-                                                  out.data_ptr());
+      cudnnTensorDescriptor_t out_descriptor =
+          tensor_descriptor(out.dtype(), out.sizes(), "conv2d");
+      const cudnnStatus_t status =
+          cudnnAddTensor(handle, scale.one(), bias_descriptor, bias.data_ptr(), scale.one(),
+                         out_descriptor, out.data_ptr());
       cudnnDestroyTensorDescriptor(bias_descriptor);
       cudnnDestroyTensorDescriptor(out_descriptor);
       GROVE_CUDNN_CHECK(status);
@@ -301,15 +302,14 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
     return;
   }
   const Tensor weight = call.input(1).contiguous();
-  const ConvPlan& plan =
-      find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
-                out.sizes(), call.attributes.ints, "conv2d");
+  const ConvPlan& plan = find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(),
+                                   weight.sizes(), out.sizes(), call.attributes.ints, "conv2d");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(cudnnConvolutionForward(
       handle, scale.one(), plan.input, input.data_ptr(), plan.weight, weight.data_ptr(),
       plan.convolution, static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
-      plan.output, out.data_ptr()));
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.output,
+      out.data_ptr()));
   if (bias.defined()) {
     GROVE_CUDNN_CHECK(cudnnAddTensor(handle, scale.one(), plan.bias, bias.data_ptr(), scale.one(),
                                      plan.output, out.data_ptr()));
@@ -335,8 +335,8 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   GROVE_CUDNN_CHECK(cudnnConvolutionBackwardData(
       handle, scale.one(), plan.weight, weight.data_ptr(), plan.output, grad.data_ptr(),
       plan.convolution, static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
-      plan.input, out.data_ptr()));
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.input,
+      out.data_ptr()));
 }
 
 // grad: (N, O, Ho, Wo), input: (N, C, H, W) -> out: weight_sizes (O, C/G, kH, kW).
@@ -359,8 +359,8 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   GROVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       handle, scale.one(), plan.input, input.data_ptr(), plan.output, grad.data_ptr(),
       plan.convolution, static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(),
-      plan.weight, out.data_ptr()));
+      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.weight,
+      out.data_ptr()));
 }
 
 }  // namespace grove::ops::cuda

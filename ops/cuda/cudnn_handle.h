@@ -28,10 +28,10 @@ cudnnHandle_t cudnn_handle(Device device);
 
 // GROVE_CUDNN_CHECK(expr): runs a cuDNN call and throws grove::Error naming cudnnGetErrorString,
 // the expression, file and line if it did not return CUDNN_STATUS_SUCCESS.
-#define GROVE_CUDNN_CHECK(expr)                                                          \
-  do {                                                                                   \
-    const cudnnStatus_t grove_cudnn_status_ = (expr);                                    \
-    if (grove_cudnn_status_ != CUDNN_STATUS_SUCCESS) [[unlikely]] {                      \
+#define GROVE_CUDNN_CHECK(expr)                                                              \
+  do {                                                                                       \
+    const cudnnStatus_t grove_cudnn_status_ = (expr);                                        \
+    if (grove_cudnn_status_ != CUDNN_STATUS_SUCCESS) [[unlikely]] {                          \
       ::grove::ops::cuda::throw_cudnn_error(grove_cudnn_status_, #expr, __FILE__, __LINE__); \
-    }                                                                                    \
+    }                                                                                        \
   } while (false)

@@ -81,8 +81,8 @@ __global__ void max_pool_kernel(const T* input, T* values, std::int64_t* indices
     Index best_index = rows.begin * width + columns.begin;
     for (Index y = rows.begin; y < rows.end; ++y) {
       for (Index x = columns.begin; x < columns.end; ++x) {
-        const T value = in[y * static_cast<Index>(g.row_stride) +
-                           x * static_cast<Index>(g.column_stride)];
+        const T value =
+            in[y * static_cast<Index>(g.row_stride) + x * static_cast<Index>(g.column_stride)];
         if (value > best || value != value) {  // strict: the first maximum wins; NaN always
           best = value;
           best_index = y * width + x;
@@ -113,8 +113,8 @@ __global__ void avg_pool_kernel(const T* input, T* values, const PoolGeometry g,
     double sum = 0.0;
     for (Index y = rows.begin; y < rows.end; ++y) {
       for (Index x = columns.begin; x < columns.end; ++x) {
-        sum += static_cast<double>(in[y * static_cast<Index>(g.row_stride) +
-                                      x * static_cast<Index>(g.column_stride)]);
+        sum += static_cast<double>(
+            in[y * static_cast<Index>(g.row_stride) + x * static_cast<Index>(g.column_stride)]);
       }
     }
     values[i] = static_cast<T>(sum / static_cast<double>(rows.padded * columns.padded));
@@ -167,9 +167,9 @@ constexpr int kWarpsPerBlock = kThreads / kWarp;
 // grad, indices: (planes, pooled) contiguous -> grad_input: (planes, plane_size); one warp per
 // plane (see the file comment).
 template <typename T>
-__global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indices,
-                                         T* grad_input, std::int64_t planes,
-                                         std::int64_t plane_size, std::int64_t pooled) {
+__global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indices, T* grad_input,
+                                         std::int64_t planes, std::int64_t plane_size,
+                                         std::int64_t pooled) {
   __shared__ T staged[kWarpsPerBlock][kWarp];
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   T* values = staged[threadIdx.x / kWarp];
@@ -185,10 +185,11 @@ __global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indi
       const bool active = k < pooled;
       const std::int64_t index = active ? plane_indices[k] : -1;
       if (active && (index < 0 || index >= plane_size)) {
-        printf("max_pool2d_backward: index %lld at flat position %lld of the indices is out of "
-               "range for the input plane's H * W elements (expected 0 <= index < %lld)\n",
-               static_cast<long long>(index), static_cast<long long>(p * pooled + k),
-               static_cast<long long>(plane_size));
+        printf(
+            "max_pool2d_backward: index %lld at flat position %lld of the indices is out of "
+            "range for the input plane's H * W elements (expected 0 <= index < %lld)\n",
+            static_cast<long long>(index), static_cast<long long>(p * pooled + k),
+            static_cast<long long>(plane_size));
         __trap();
       }
       values[lane] = active ? plane_grad[k] : T(0);
@@ -205,7 +206,9 @@ __global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indi
 }
 
 // True when every offset the kernels form fits an int32.
-bool fits_int32(std::int64_t largest) { return largest < INT_MAX; }
+bool fits_int32(std::int64_t largest) {
+  return largest < INT_MAX;
+}
 
 cudaStream_t stream_of(const Tensor& out) {
   return cuda_backend::cuda_stream(current_stream(out.device()));
@@ -243,8 +246,8 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
   // The farthest element any thread reads (strides are >= 0 for grove's views).
   std::int64_t farthest = 0;
   for (std::int64_t d = 0; d < input.dim(); ++d) farthest += (input.size(d) - 1) * input.stride(d);
-  const bool narrow = fits_int32(total) && fits_int32(farthest + 1) &&
-                      fits_int32(g.height * g.width + g.width);
+  const bool narrow =
+      fits_int32(total) && fits_int32(farthest + 1) && fits_int32(g.height * g.width + g.width);
   const cuda_backend::DeviceGuard guard(out.device());
   const cudaStream_t stream = stream_of(out);
   const T* in = static_cast<const T*>(input.data_ptr());
@@ -252,8 +255,8 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
   if (call.kind == OpKind::MaxPool2d) {
     auto* indices = static_cast<std::int64_t*>(outputs[1].data_ptr());
     if (narrow) {
-      max_pool_kernel<T, int><<<blocks_for(total), kThreads, 0, stream>>>(
-          in, values, indices, g, static_cast<int>(total));
+      max_pool_kernel<T, int><<<blocks_for(total), kThreads, 0, stream>>>(in, values, indices, g,
+                                                                          static_cast<int>(total));
     } else {
       max_pool_kernel<T, std::int64_t>
           <<<blocks_for(total), kThreads, 0, stream>>>(in, values, indices, g, total);
@@ -262,7 +265,8 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
     avg_pool_kernel<T, int>
         <<<blocks_for(total), kThreads, 0, stream>>>(in, values, g, static_cast<int>(total));
   } else {
-    avg_pool_kernel<T, std::int64_t><<<blocks_for(total), kThreads, 0, stream>>>(in, values, g, total);
+    avg_pool_kernel<T, std::int64_t>
+        <<<blocks_for(total), kThreads, 0, stream>>>(in, values, g, total);
   }
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
@@ -302,8 +306,8 @@ void launch_max_backward(const OpCall& call, const Tensor& out) {
   const std::int64_t planes = out.numel() / plane_size;
   const std::int64_t pooled = grad.size(-2) * grad.size(-1);
   const cuda_backend::DeviceGuard guard(out.device());
-  const std::int64_t blocks = std::min<std::int64_t>((planes + kWarpsPerBlock - 1) / kWarpsPerBlock,
-                                                     kMaxBlocks);
+  const std::int64_t blocks =
+      std::min<std::int64_t>((planes + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks);
   max_pool_backward_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_of(out)>>>(
       static_cast<const T*>(grad.data_ptr()), static_cast<const std::int64_t*>(indices.data_ptr()),
       static_cast<T*>(out.data_ptr()), planes, plane_size, pooled);
@@ -327,13 +331,11 @@ void dispatch_floating(const OpCall& call, DType dtype, Body body) {
 }  // namespace
 
 void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
-                    [&]<typename T>() { launch_pool<T>(call, outputs); });
+  dispatch_floating(call, outputs[0].dtype(), [&]<typename T>() { launch_pool<T>(call, outputs); });
 }
 
 void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
-                    [&]<typename T>() { launch_pool<T>(call, outputs); });
+  dispatch_floating(call, outputs[0].dtype(), [&]<typename T>() { launch_pool<T>(call, outputs); });
 }
 
 void max_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {

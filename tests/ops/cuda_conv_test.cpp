@@ -26,13 +26,15 @@ using testing::kGpu;
 using testing::random_quarters;
 
 // Tolerances. Inputs are multiples of 1/4 in [-3, 3], so every product is a multiple of 1/16 and
-// every partial sum here (below 2^12 in magnitude) is exact in float32: cuDNN's GEMM-style
-// algorithms and the CPU's GEMM agree exactly whatever their order. Winograd and FFT algorithms,
-// which the heuristics may pick, round their transforms to about 1e-7 of the operands' norms; for
-// sums of up to ~800 products of magnitude <= 9 that stays below 1e-3 absolute, hence 1e-4
-// relative with a 1e-3 absolute floor. float64: the same argument with 2^-52, 1e-12 / 1e-10.
+// every partial sum here (below 2^13 in magnitude) is exact in float32: cuDNN's GEMM-style
+// algorithms and the CPU's GEMM agree exactly whatever their order. FFT and Winograd algorithms,
+// which the heuristics may pick, round their transforms: their error scales with the sum of the
+// terms' magnitudes (up to ~2000 for the CNN layer 2 weight gradient, 784 products of mean
+// magnitude ~2.3), about 1e-6 of it; measured on an H200: 1.4e-3 absolute on a result of -4.44.
+// Hence 1e-4 relative with a 1e-2 absolute floor (a wrong index or TF32 rounding, which the
+// test below isolates, would still show). float64: the same argument with 2^-52, 1e-12 / 1e-10.
 void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {
-  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-4, 1e-3, 1e-12, 1e-10});
+  testing::expect_device_parity(cpu_result, gpu_result, what, {1e-4, 1e-2, 1e-12, 1e-10});
 }
 
 struct ConvCase {
@@ -100,7 +102,8 @@ TEST(CudaConvTest, AllThreeOpsMatchTheCpu) {
   unsigned seed = 1;
   for (const ConvCase& c : conv_cases()) {
     for (DType dtype : {DType::Float32, DType::Float64}) {
-      check_case(c, dtype, seed, [](const Tensor& t) { return t; }, "contiguous");
+      check_case(
+          c, dtype, seed, [](const Tensor& t) { return t; }, "contiguous");
       seed += 4;
     }
   }
@@ -119,8 +122,8 @@ TEST(CudaConvTest, NonContiguousOperandsMatchTheCpu) {
   auto sliced = [](const Tensor& t) {
     DimVector wide(t.sizes());
     wide[wide.size() - 1] *= 2;
-    Tensor view = zeros(wide, TensorOptions(t.dtype()).device(t.device()))
-                      .slice(-1, 1, wide.back(), 2);
+    Tensor view =
+        zeros(wide, TensorOptions(t.dtype()).device(t.device())).slice(-1, 1, wide.back(), 2);
     view.copy_(t);
     return view;
   };

@@ -70,8 +70,7 @@ void check_case(const PoolCase& c, DType dtype, unsigned seed, int nan_every,
   const Tensor grad = testing::random_tensor(values.sizes(), dtype, -2.0, 2.0, seed + 1);
   const Tensor gpu_grad = view(grad.to(kGpu));
   expect_exact(max_pool2d_backward(grad, indices, c.input),
-               max_pool2d_backward(gpu_grad, gpu_indices, c.input),
-               "max_pool2d_backward " + what);
+               max_pool2d_backward(gpu_grad, gpu_indices, c.input), "max_pool2d_backward " + what);
   expect_exact(avg_pool2d_backward(grad, c.input, c.kernel, c.stride, c.padding),
                avg_pool2d_backward(gpu_grad, c.input, c.kernel, c.stride, c.padding),
                "avg_pool2d_backward " + what);
@@ -83,7 +82,8 @@ TEST(CudaPoolTest, AllFourOpsMatchTheCpuBitForBit) {
   for (const PoolCase& c : pool_cases()) {
     for (DType dtype : {DType::Float32, DType::Float64}) {
       for (int nan_every : {0, 7}) {
-        check_case(c, dtype, seed, nan_every, [](const Tensor& t) { return t; }, "contiguous");
+        check_case(
+            c, dtype, seed, nan_every, [](const Tensor& t) { return t; }, "contiguous");
         seed += 2;
       }
     }
@@ -121,18 +121,19 @@ TEST(CudaPoolTest, InfinitiesAndNaNsPickTheCpuIndex) {
   SKIP_WITHOUT_GPU();
   constexpr double kInf = std::numeric_limits<double>::infinity();
   const double nan = testing::kNaN;
-  const std::vector<double> values = {-kInf, -kInf, 1.0,  nan,   //
-                                      -kInf, -kInf, nan,  2.0,   //
+  const std::vector<double> values = {-kInf, -kInf, 1.0,   nan,  //
+                                      -kInf, -kInf, nan,   2.0,  //
                                       3.0,   3.0,   -kInf, nan,  //
-                                      3.0,   nan,   nan,  -kInf};
+                                      3.0,   nan,   nan,   -kInf};
   for (DType dtype : {DType::Float32, DType::Float64}) {
     const Tensor input = from_vector(values).reshape({1, 1, 4, 4}).to(dtype);
     for (const DimVector& padding : {DimVector{0, 0}, DimVector{1, 1}}) {
-      const auto [cpu_values, cpu_indices] = max_pool2d_with_indices(input, {2, 2}, {1, 1}, padding);
+      const auto [cpu_values, cpu_indices] =
+          max_pool2d_with_indices(input, {2, 2}, {1, 1}, padding);
       const auto [gpu_values, gpu_indices] =
           max_pool2d_with_indices(input.to(kGpu), {2, 2}, {1, 1}, padding);
-      const std::string what = std::string(dtype_name(dtype)) + " padding " +
-                               std::to_string(padding[0]);
+      const std::string what =
+          std::string(dtype_name(dtype)) + " padding " + std::to_string(padding[0]);
       expect_exact(cpu_values, gpu_values, "values " + what);
       expect_exact(cpu_indices, gpu_indices, "indices " + what);
     }
@@ -193,8 +194,8 @@ TEST(CudaPoolTest, CapturedPoolingReplaysWithNewInputs) {
     graph.replay();
     const std::vector<Tensor> expected = step(x, grad);
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      expect_exact(expected[i], outs[i], "replay " + std::to_string(round) + " output " +
-                                             std::to_string(i));
+      expect_exact(expected[i], outs[i],
+                   "replay " + std::to_string(round) + " output " + std::to_string(i));
     }
   }
 }
