@@ -40,10 +40,12 @@ std::vector<float> ramp(std::int64_t n, float start) {
 }
 
 // Queues a few milliseconds of device work on the current stream, so that a copy queued after
-// it is still waiting when the host goes on (an H200 copies 256 MiB in roughly 0.2 ms).
+// it is still waiting when the host goes on (an H200 copies 256 MiB in roughly 0.2 ms). The
+// tensors die on return: their blocks go back to the cache, reusable by later work on the
+// stream (the allocator test of cuda_test.cpp expects nothing to stay allocated).
 void queue_slow_work() {
-  static const Tensor a = zeros({std::int64_t{1} << 26}, kGpu);  // 256 MiB of float32
-  static const Tensor b = zeros({std::int64_t{1} << 26}, kGpu);
+  const Tensor a = zeros({std::int64_t{1} << 26}, kGpu);  // 256 MiB of float32
+  const Tensor b = zeros({std::int64_t{1} << 26}, kGpu);
   for (int i = 0; i < 40; ++i) a.copy_(b);
 }
 

@@ -276,9 +276,10 @@ TEST(CudaRandomTest, DefaultGeneratorsOfBothDevicesAgreeAfterManualSeed) {
 
 // --- capture ---
 
-// Captures `body` (which returns the tensor a replay writes) on a side stream, replays it three
-// times back to back, copying each replay's output to its own device tensor on the same stream
-// without synchronising, and returns those copies plus the generator offset of each replay.
+// Captures `body` (which returns the tensor a replay writes) on a side stream, replays it
+// `count` times back to back, copying each replay's output to its own device tensor on the same
+// stream without synchronising, and returns those copies plus the generator offset of each
+// replay.
 struct Replays {
   std::vector<Tensor> outputs;
   std::vector<std::uint64_t> offsets;
@@ -286,7 +287,7 @@ struct Replays {
 };
 
 template <typename Body>
-Replays capture_and_replay_three_times(Body body) {
+Replays capture_and_replay(Body body, int count = 3) {
   static const Stream stream = new_stream(kGpu);
   StreamGuard guard(stream);
   Generator& generator = default_generator(kGpu);
@@ -298,7 +299,7 @@ Replays capture_and_replay_three_times(Body body) {
   graph.end_capture();
   // Capturing reserves counters relative to the graph's cell: the generator did not move.
   EXPECT_EQ(generator.offset(), before_capture);
-  for (int k = 0; k < 3; ++k) {
+  for (int k = 0; k < count; ++k) {
     replays.offsets.push_back(generator.offset());
     graph.replay();
     replays.counters_per_replay = generator.offset() - replays.offsets.back();
@@ -314,8 +315,7 @@ TEST(CudaRandomCaptureTest, ReplaysOfRandDrawFreshNumbersInStreamOrder) {
   SKIP_WITHOUT_GPU();
   manual_seed(kSeed);
   const DimVector sizes = {1000, 33};
-  const Replays replays =
-      capture_and_replay_three_times([&] { return rand(sizes, on(DType::Float32, kGpu)); });
+  const Replays replays = capture_and_replay([&] { return rand(sizes, on(DType::Float32, kGpu)); });
   ASSERT_EQ(replays.outputs.size(), 3u);
   EXPECT_EQ(replays.counters_per_replay, (1000u * 33u + 3) / 4);
   for (int k = 0; k < 3; ++k) {
@@ -343,7 +343,7 @@ TEST(CudaRandomCaptureTest, ReplaysOfDropoutDrawFreshMasks) {
   const Tensor x_cpu = dropout_input(layout, DType::Float32, kCPU);
   const Tensor x = x_cpu.to(kGpu);
   constexpr double kP = 0.3;
-  const Replays replays = capture_and_replay_three_times([&] { return dropout(x, kP); });
+  const Replays replays = capture_and_replay([&] { return dropout(x, kP); });
   for (int k = 0; k < 3; ++k) {
     Generator expected_state(kSeed + 1);
     expected_state.set_offset(replays.offsets[k]);
@@ -356,6 +356,24 @@ TEST(CudaRandomCaptureTest, ReplaysOfDropoutDrawFreshMasks) {
     for (float v : values) dropped += v == 0.0f;
     EXPECT_NEAR(dropped / static_cast<double>(values.size()), kP, 0.05);
     for (int j = 0; j < k; ++j) EXPECT_NE(bits(replays.outputs[j]), bits(replays.outputs[k]));
+  }
+}
+
+// More queued replays than the pinned slots the cell's values are copied from (256 in
+// core/cuda/cuda_capture.cpp): a slot is written again only after its copy has run.
+TEST(CudaRandomCaptureTest, ManyQueuedReplaysEachSeeTheirOwnCell) {
+  SKIP_WITHOUT_GPU();
+  manual_seed(kSeed + 2);
+  constexpr int kReplays = 600;
+  const DimVector sizes = {37};
+  const Replays replays =
+      capture_and_replay([&] { return rand(sizes, on(DType::Float64, kGpu)); }, kReplays);
+  ASSERT_EQ(replays.outputs.size(), static_cast<std::size_t>(kReplays));
+  for (int k = 0; k < kReplays; ++k) {
+    Generator expected_state(kSeed + 2);
+    expected_state.set_offset(replays.offsets[k]);
+    const Tensor expected = rand(sizes, on(DType::Float64, kCPU), &expected_state);
+    expect_bit_identical(expected, replays.outputs[k], "replay " + std::to_string(k));
   }
 }
 
