@@ -136,7 +136,8 @@ cublasLtHandle_t blas_lt_handle(Device device) {
   const auto d = static_cast<std::size_t>(device.index);
   cublasLtHandle_t& handle = thread_handles().lt[d];
   if (handle == nullptr) [[unlikely]] {
-    handle = take_handle(handle_pool().lt[d], [](cublasLtHandle_t* h) { return cublasLtCreate(h); });
+    handle =
+        take_handle(handle_pool().lt[d], [](cublasLtHandle_t* h) { return cublasLtCreate(h); });
   }
   return handle;
 }

@@ -61,12 +61,12 @@ namespace grove::detail {
 
 // Runs a cuBLAS or cuBLASLt call and throws grove::Error naming the status, the expression, and
 // the file and line, if it failed.
-#define GROVE_CUBLAS_CHECK(expr)                                                           \
-  do {                                                                                     \
-    const cublasStatus_t grove_cublas_status_ = (expr);                                    \
-    if (grove_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                      \
+#define GROVE_CUBLAS_CHECK(expr)                                                            \
+  do {                                                                                      \
+    const cublasStatus_t grove_cublas_status_ = (expr);                                     \
+    if (grove_cublas_status_ != CUBLAS_STATUS_SUCCESS) [[unlikely]] {                       \
       ::grove::detail::throw_cublas_error(grove_cublas_status_, #expr, __FILE__, __LINE__); \
-    }                                                                                      \
+    }                                                                                       \
   } while (false)
 
 namespace grove::ops::cuda {

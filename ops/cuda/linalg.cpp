@@ -40,10 +40,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <unordered_map>
-#include <vector>
 
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
+#include "core/strided_loop.h"
 #include "ops/cpu/linalg.h"
 #include "ops/cuda/blas_handle.h"
 #include "ops/precision.h"
@@ -188,7 +188,8 @@ void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
 cublasLtMatrixLayout_t make_layout(std::int64_t rows, std::int64_t cols, std::int64_t leading,
                                    std::int64_t count, std::int64_t stride) {
   cublasLtMatrixLayout_t layout = nullptr;
-  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, static_cast<std::uint64_t>(rows),
+  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F,
+                                                static_cast<std::uint64_t>(rows),
                                                 static_cast<std::uint64_t>(cols), leading));
   if (count > 1) {
     const auto batch = static_cast<std::int32_t>(count);
@@ -226,7 +227,8 @@ void build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key, cublasLtHa
   GROVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const auto max_workspace = static_cast<std::uint64_t>(workspace_bytes);
   const auto attribute = [&](cublasLtMatmulPreferenceAttributes_t name, const auto& value) {
-    GROVE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(preference, name, &value, sizeof(value)));
+    GROVE_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(preference, name, &value, sizeof(value)));
   };
   attribute(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, max_workspace);
   // key[15..17]: the alignments of A', B' and C'.
@@ -236,9 +238,9 @@ void build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key, cublasLtHa
   attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(key[17]));
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  const cublasStatus_t status =
-      cublasLtMatmulAlgoGetHeuristic(handle, plan.operation, plan.layout_a, plan.layout_b,
-                                     plan.layout_c, plan.layout_c, preference, 1, &result, &returned);
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle, plan.operation, plan.layout_a, plan.layout_b, plan.layout_c, plan.layout_c,
+      preference, 1, &result, &returned);
   (void)cublasLtMatmulPreferenceDestroy(preference);
   // NOT_SUPPORTED is the heuristic's "nothing fits", which the cuBLAS path handles.
   if (status != CUBLAS_STATUS_NOT_SUPPORTED) GROVE_CUBLAS_CHECK(status);
@@ -325,8 +327,8 @@ void blas_gemm(const GemmCall& call, Stream stream) {
       allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   GROVE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
       handle, trans_a, trans_b, m, n, k, &alpha, call.a, CUDA_R_32F, lda, call.stride_a, call.b,
-      CUDA_R_32F, ldb, call.stride_b, &beta, call.c, CUDA_R_32F, ldc, call.stride_c, count,
-      compute, CUBLAS_GEMM_DEFAULT));
+      CUDA_R_32F, ldb, call.stride_b, &beta, call.c, CUDA_R_32F, ldc, call.stride_c, count, compute,
+      CUBLAS_GEMM_DEFAULT));
 }
 
 // A coalesced batch dim: its size and each operand's element stride (0 where broadcast).
@@ -337,10 +339,18 @@ struct BatchDim {
 };
 
 // The batch dims of a and b aligned from the right, size-1 dims dropped, and neighbours merged
-// where both operands step through them as one dim. Outermost first.
-std::vector<BatchDim> coalesced_batch(const Operand& a, const Operand& b) {
-  const std::size_t ndim = std::max(a.batch_sizes.size(), b.batch_sizes.size());
-  std::vector<BatchDim> dims;
+// where both operands step through them as one dim. Outermost first; a fixed array, so that a
+// call allocates nothing on the heap here.
+struct BatchDims {
+  std::array<BatchDim, kMaxKernelDims> dims;
+  std::size_t size = 0;
+
+  BatchDim& back() { return dims[size - 1]; }
+  BatchDim& operator[](std::size_t d) { return dims[d]; }
+};
+
+BatchDims coalesced_batch(const Operand& a, const Operand& b, std::size_t ndim) {
+  BatchDims batch;
   for (std::size_t d = 0; d < ndim; ++d) {
     auto size_and_stride = [&](const Operand& operand, std::int64_t& stride) {
       const std::size_t missing = ndim - operand.batch_sizes.size();
@@ -355,8 +365,8 @@ std::vector<BatchDim> coalesced_batch(const Operand& a, const Operand& b) {
     const std::int64_t b_size = size_and_stride(b, dim.b_stride);
     dim.size = std::max(a_size, b_size);
     if (dim.size == 1) continue;
-    if (!dims.empty()) {
-      BatchDim& outer = dims.back();
+    if (batch.size > 0) {
+      BatchDim& outer = batch.back();
       if (outer.a_stride == dim.a_stride * dim.size && outer.b_stride == dim.b_stride * dim.size) {
         outer.size *= dim.size;
         outer.a_stride = dim.a_stride;
@@ -364,14 +374,14 @@ std::vector<BatchDim> coalesced_batch(const Operand& a, const Operand& b) {
         continue;
       }
     }
-    dims.push_back(dim);
+    batch.dims[batch.size++] = dim;
   }
-  return dims;
+  return batch;
 }
 
 // out (contiguous: count x M x N) = a @ b, with linear's bias when `bias` is defined.
-void launch_gemm(const Tensor& out, const Tensor& left, const Tensor& right, Role right_role,
-                 const Tensor& bias) {
+void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, const Tensor& right,
+                 Role right_role, const Tensor& bias) {
   if (out.numel() == 0) return;
   cuda_backend::DeviceGuard guard(out.device());
   const Stream stream = current_stream(out.device());
@@ -387,23 +397,26 @@ void launch_gemm(const Tensor& out, const Tensor& left, const Tensor& right, Rol
   }
   Operand a = prepare(left, Role::Left);
   const Operand b = prepare(right, right_role);
-  std::vector<BatchDim> batch = coalesced_batch(a, b);
+  const std::size_t batch_ndim = std::max(a.batch_sizes.size(), b.batch_sizes.size());
+  GROVE_OP_CHECK(op_call, batch_ndim <= static_cast<std::size_t>(kMaxKernelDims), "at most ",
+                 kMaxKernelDims, " batch dims are supported, but got ", batch_ndim);
+  BatchDims batch = coalesced_batch(a, b, batch_ndim);
   // Fold the batch into M when every product uses the same b and a's matrices are one
   // row-major stack of rows (after coalescing: one dim, stride rows * leading).
-  const bool b_shared = std::all_of(batch.begin(), batch.end(),
-                                    [](const BatchDim& dim) { return dim.b_stride == 0; });
+  bool b_shared = true;
+  for (std::size_t d = 0; d < batch.size; ++d) b_shared = b_shared && batch[d].b_stride == 0;
   std::int64_t rows = a.rows;
-  if (b_shared && a.row_major && batch.size() == 1 && batch[0].a_stride == a.rows * a.leading) {
+  if (b_shared && a.row_major && batch.size == 1 && batch[0].a_stride == a.rows * a.leading) {
     rows *= batch[0].size;
-    batch.clear();
-  } else if (bias.defined() && !batch.empty()) {
+    batch.size = 0;
+  } else if (bias.defined() && batch.size > 0) {
     // linear with an input that does not fold (a transposed 3-d x): fold a contiguous copy so
     // that the bias epilogue sees one product.
     const Tensor left_contiguous = left.contiguous();
     a = prepare(left_contiguous, Role::Left);
     a.scratch = left_contiguous;  // alive until after the launch
     rows = a.rows * product(IntArrayRef(a.batch_sizes));
-    batch.clear();
+    batch.size = 0;
   }
   const std::size_t element = element_size(out.dtype());
   GemmCall call;
@@ -417,7 +430,7 @@ void launch_gemm(const Tensor& out, const Tensor& left, const Tensor& right, Rol
   call.ldb = a.leading;
   call.ldc = b.cols;
   call.stride_c = rows * b.cols;
-  if (!batch.empty()) {
+  if (batch.size > 0) {
     call.count = batch.back().size;
     call.stride_a = batch.back().b_stride;  // A' is b
     call.stride_b = batch.back().a_stride;
@@ -437,10 +450,10 @@ void launch_gemm(const Tensor& out, const Tensor& left, const Tensor& right, Rol
   }
   // The outer batch dims (all but the innermost), walked as a flat index.
   std::int64_t outer_count = 1;
-  for (std::size_t d = 0; d + 1 < batch.size(); ++d) outer_count *= batch[d].size;
+  for (std::size_t d = 0; d + 1 < batch.size; ++d) outer_count *= batch[d].size;
   for (std::int64_t outer = 0; outer < outer_count; ++outer) {
     std::int64_t a_offset = 0, b_offset = 0, index = outer;
-    for (auto d = static_cast<std::ptrdiff_t>(batch.size()) - 2; d >= 0; --d) {
+    for (auto d = static_cast<std::ptrdiff_t>(batch.size) - 2; d >= 0; --d) {
       const BatchDim& dim = batch[static_cast<std::size_t>(d)];
       const std::int64_t coordinate = index % dim.size;
       index /= dim.size;
@@ -476,13 +489,13 @@ void check_float(const Tensor& out, const char* op) {
 
 void matmul(const OpCall& call, const OpOutputs& outputs) {
   check_float(outputs[0], op_name(call.kind).data());
-  launch_gemm(outputs[0], call.input(0), call.input(1), Role::Right, Tensor());
+  launch_gemm(call, outputs[0], call.input(0), call.input(1), Role::Right, Tensor());
 }
 
 void linear(const OpCall& call, const OpOutputs& outputs) {
   check_float(outputs[0], "linear");
   const Tensor bias = call.inputs.size() == 3 ? call.input(2) : Tensor();
-  launch_gemm(outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
+  launch_gemm(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
 }
 
 }  // namespace grove::ops::cuda

@@ -1,7 +1,7 @@
 // GPU parity tests for matmul, bmm and linear (ops/cuda/linalg.cpp, cuBLASLt and cuBLAS) against
 // the CPU kernels (ops/cpu/linalg.cpp): every rank combination of matmul, broadcast batches,
-// transposed, sliced, misaligned and expanded operands, empty dims, linear with and without a
-// bias, float64, the TF32 switch, and a capture replayed with new inputs. Each test skips
+// transposed, sliced, misaligned and expanded operands, empty dims, 0-d operands, linear with and
+// without a bias, float64, the TF32 switch, and a capture replayed with new inputs. Each test skips
 // without a device.
 #include <gtest/gtest.h>
 
@@ -67,26 +67,27 @@ TEST(CudaLinalgTest, MatmulEveryRankCombination) {
   SKIP_WITHOUT_GPU();
   // (a sizes, b sizes): see matmul() in ops/linalg.h for the result of each.
   const std::vector<std::pair<DimVector, DimVector>> shapes = {
-      {{7}, {7}},                     // dot product
-      {{5, 7}, {7, 3}},               // matrix product
-      {{7}, {7, 3}},                  // vector-matrix
-      {{5, 7}, {7}},                  // matrix-vector
-      {{7}, {4, 7, 3}},               // vector, batched matrix
-      {{4, 5, 7}, {7}},               // batched matrix, vector
-      {{4, 5, 7}, {7, 3}},            // b shared: the batch folds into M
-      {{5, 7}, {4, 7, 3}},            // a broadcast over b's batch (stride 0)
-      {{4, 5, 7}, {4, 7, 3}},         // one strided batch
-      {{2, 1, 5, 7}, {3, 7, 3}},      // broadcast on both sides: a loop of batches
-      {{1, 5, 7}, {3, 7, 3}},         // a size-1 batch dim
-      {{2, 3, 5, 7}, {2, 3, 7, 3}},   // two batch dims coalesced into one
-      {{2, 3, 1, 7}, {3, 7, 1}},      // 1 x 1 results
-      {{1, 1}, {1, 1}},               // the smallest product
-      {{33, 130}, {130, 65}},         // odd sizes past one tile
+      {{7}, {7}},                    // dot product
+      {{5, 7}, {7, 3}},              // matrix product
+      {{7}, {7, 3}},                 // vector-matrix
+      {{5, 7}, {7}},                 // matrix-vector
+      {{7}, {4, 7, 3}},              // vector, batched matrix
+      {{4, 5, 7}, {7}},              // batched matrix, vector
+      {{4, 5, 7}, {7, 3}},           // b shared: the batch folds into M
+      {{5, 7}, {4, 7, 3}},           // a broadcast over b's batch (stride 0)
+      {{4, 5, 7}, {4, 7, 3}},        // one strided batch
+      {{2, 1, 5, 7}, {3, 7, 3}},     // broadcast on both sides: a loop of batches
+      {{1, 5, 7}, {3, 7, 3}},        // a size-1 batch dim
+      {{2, 3, 5, 7}, {2, 3, 7, 3}},  // two batch dims coalesced into one
+      {{2, 3, 1, 7}, {3, 7, 1}},     // 1 x 1 results
+      {{1, 1}, {1, 1}},              // the smallest product
+      {{33, 130}, {130, 65}},        // odd sizes past one tile
   };
   for (DType dtype : kFloatTypes) {
     for (const auto& [a_sizes, b_sizes] : shapes) {
-      check_binary("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
-                   {str(a_sizes), a_sizes, same}, {str(b_sizes), b_sizes, same}, dtype);
+      check_binary(
+          "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
+          {str(a_sizes), a_sizes, same}, {str(b_sizes), b_sizes, same}, dtype);
     }
   }
 }
@@ -107,7 +108,8 @@ TEST(CudaLinalgTest, MatmulStridedOperands) {
       {{"transposed", {7, 5}, t}, {"contiguous", {7, 3}, same}},
       {{"contiguous", {5, 7}, same}, {"transposed", {3, 7}, t}},
       {{"transposed", {7, 5}, t}, {"transposed", {3, 7}, t}},
-      {{"every other row", {10, 7}, every_other_row}, {"every other row", {14, 3}, every_other_row}},
+      {{"every other row", {10, 7}, every_other_row},
+       {"every other row", {14, 3}, every_other_row}},
       {{"every other column", {5, 14}, every_other_column}, {"contiguous", {7, 3}, same}},
       {{"contiguous", {5, 7}, same}, {"every other column", {7, 6}, every_other_column}},
       {{"misaligned", {5, 8}, misaligned}, {"misaligned", {7, 4}, misaligned}},
@@ -120,14 +122,17 @@ TEST(CudaLinalgTest, MatmulStridedOperands) {
   };
   for (DType dtype : kFloatTypes) {
     for (const auto& [a_layout, b_layout] : cases) {
-      check_binary("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
-                   a_layout, b_layout, dtype);
+      check_binary(
+          "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, a_layout,
+          b_layout, dtype);
     }
     auto strided_vector = [](const Tensor& x) { return x.slice(0, 0, x.size(0), 2); };
-    check_binary("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
-                 {"strided vector", {14}, strided_vector}, {"transposed", {3, 7}, t}, dtype);
-    check_binary("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
-                 {"transposed", {7, 5}, t}, {"strided vector", {14}, strided_vector}, dtype);
+    check_binary(
+        "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
+        {"strided vector", {14}, strided_vector}, {"transposed", {3, 7}, t}, dtype);
+    check_binary(
+        "matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); },
+        {"transposed", {7, 5}, t}, {"strided vector", {14}, strided_vector}, dtype);
   }
 }
 
@@ -163,10 +168,20 @@ TEST(CudaLinalgTest, EmptyDims) {
     const Tensor x = testing::random_quarters({4, 0}, dtype, 5);
     const Tensor weight = testing::random_quarters({3, 0}, dtype, 6);
     const Tensor bias = testing::random_quarters({3}, dtype, 7);
-    expect_parity(linear(x, weight, bias),
-                  linear(x.to(kGpu), weight.to(kGpu), bias.to(kGpu)), "linear k=0 with bias");
+    expect_parity(linear(x, weight, bias), linear(x.to(kGpu), weight.to(kGpu), bias.to(kGpu)),
+                  "linear k=0 with bias");
     expect_parity(linear(x, weight), linear(x.to(kGpu), weight.to(kGpu)), "linear k=0");
   }
+}
+
+// 0-d operands are refused by the argument checks before any kernel, as on the CPU.
+TEST(CudaLinalgTest, ZeroDimOperandsAreRefused) {
+  SKIP_WITHOUT_GPU();
+  const Tensor scalar = full(IntArrayRef(), 2.0f, TensorOptions(kGpu));
+  const Tensor vector = ones({3}, TensorOptions(kGpu));
+  EXPECT_THROW(matmul(scalar, vector), Error);
+  EXPECT_THROW(matmul(vector, scalar), Error);
+  EXPECT_THROW(linear(scalar, ones({1, 1}, TensorOptions(kGpu))), Error);
 }
 
 TEST(CudaLinalgTest, Linear) {
@@ -196,8 +211,8 @@ TEST(CudaLinalgTest, Linear) {
     for (const Case& c : cases) {
       const Tensor x = testing::random_quarters(c.x.base, dtype, 8);
       const Tensor weight = testing::random_quarters(c.weight.base, dtype, 9);
-      const std::string what = "linear " + c.x.name + " x " + c.weight.name + " + " +
-                               c.bias.name + " " + str(dtype);
+      const std::string what =
+          "linear " + c.x.name + " x " + c.weight.name + " + " + c.bias.name + " " + str(dtype);
       if (c.bias.base.empty()) {
         expect_parity(linear(c.x.view(x), c.weight.view(weight)),
                       linear(c.x.view(x.to(kGpu)), c.weight.view(weight.to(kGpu))), what);
