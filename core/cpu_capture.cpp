@@ -41,6 +41,7 @@ class CpuCaptureBackend final : public CaptureBackend {
     GROVE_INTERNAL_ASSERT(false, "CPU streams are created in new_stream()");
   }
   void synchronize(Stream /*stream*/) override {}  // CPU kernels have already run
+  void wait_stream(Stream /*waiter*/, Stream /*producer*/) override {}  // likewise
   bool is_capturing(Stream stream) override {
     return stream.id < kMaxCpuStreams &&
            captures[stream.id].load(std::memory_order_acquire) != nullptr;

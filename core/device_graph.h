@@ -46,6 +46,7 @@ class CaptureBackend {
   virtual ~CaptureBackend() = default;
   virtual Stream new_stream(Device device) = 0;
   virtual void synchronize(Stream stream) = 0;
+  virtual void wait_stream(Stream waiter, Stream producer) = 0;  // see core/stream.h
   virtual bool is_capturing(Stream stream) = 0;
   virtual bool this_thread_is_capturing() = 0;
   virtual void begin_capture(Stream stream) = 0;

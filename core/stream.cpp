@@ -74,6 +74,13 @@ void synchronize(Stream stream) {
   capture_backend_for(stream.device).synchronize(stream);
 }
 
+void wait_stream(Stream waiter, Stream producer) {
+  GROVE_CHECK(waiter.device == producer.device, "wait_stream: the streams are on different devices (",
+              waiter, " waits for ", producer, ")");
+  if (waiter == producer) return;  // a stream runs its work in order
+  capture_backend_for(waiter.device).wait_stream(waiter, producer);
+}
+
 bool is_capturing(Stream stream) {
   return capture_backend_for(stream.device).is_capturing(stream);
 }

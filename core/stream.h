@@ -62,6 +62,12 @@ class StreamGuard {
 // Blocks until all work on the stream is done. Throws if the stream is capturing.
 void synchronize(Stream stream);
 
+// Makes work queued on `waiter` from now on wait until the work queued on `producer` so far has
+// finished, without blocking the host (CUDA: an event recorded on `producer` and waited for on
+// `waiter`; CPU streams run kernels as they are launched, so there is nothing to wait for). Both
+// streams must be on one device. Neither may be capturing unless both are part of one capture.
+void wait_stream(Stream waiter, Stream producer);
+
 // True while `stream` is being captured into a DeviceGraph.
 bool is_capturing(Stream stream);
 // Throws, in the words CUDA uses, if the current stream of `device` (or any stream this thread

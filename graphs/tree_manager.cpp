@@ -174,13 +174,12 @@ TensorList TreeManager::run(int callable_id, TensorList inputs) {
 
 void TreeManager::wait_for_callers_stream() const {
   if (device_.is_cpu()) return;  // CPU kernels have already run
-  const Stream caller = current_stream(device_);
-  if (caller != stream_) synchronize(caller);
+  wait_stream(stream_, current_stream(device_));
 }
 
 void TreeManager::wait_for_manager_stream() const {
   if (device_.is_cpu()) return;
-  synchronize(stream_);
+  wait_stream(current_stream(device_), stream_);
 }
 
 FunctionInfo& TreeManager::function_for(int callable_id, const TensorList& inputs) {

@@ -32,11 +32,12 @@
 // once, but CUDA streams run concurrently: without ordering, a replay could copy an input before
 // the caller's kernel that writes it has run, and the caller could read an output (or free an
 // input's block for reuse) before the replay has finished. A top-level call on a non-CPU device
-// therefore first waits for the caller's current stream and, before it returns, for the
-// manager's stream. The waits are host synchronisations: core has no way yet for one stream to
-// wait for another on the device (an event recorded on one and waited for on the other), which
-// would let replays stay asynchronous. Eager fallbacks run on the caller's stream and need no
-// waits of their own, but get them anyway, being top-level calls.
+// therefore makes the manager's stream wait for the caller's current stream and, before it
+// returns, the caller's stream wait for the manager's (wait_stream in core/stream.h: an event
+// recorded on one stream and waited for on the other, so the host never blocks and replays stay
+// asynchronous). Work the caller queues afterwards, including the reuse of a freed input's
+// block on the caller's stream, runs after the replay. Eager fallbacks run on the caller's
+// stream and need no waits of their own, but get them anyway, being top-level calls.
 //
 // Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
 // called on the thread whose manager made it. Errors a user can cause throw grove::Error;

@@ -112,6 +112,19 @@ class CudaCaptureBackend final : public CaptureBackend {
     GROVE_CUDA_CHECK(cudaStreamSynchronize(cuda));
   }
 
+  // An event per call: creating one costs about a microsecond, and destroying it right after
+  // the wait is allowed (CUDA releases it once the recorded work completes).
+  void wait_stream(Stream waiter, Stream producer) override {
+    cudaStream_t producer_stream = cuda_stream(producer);
+    cudaStream_t waiter_stream = cuda_stream(waiter);
+    DeviceGuard guard(waiter.device);
+    cudaEvent_t event = nullptr;
+    GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    GROVE_CUDA_CHECK(cudaEventRecord(event, producer_stream));
+    GROVE_CUDA_CHECK(cudaStreamWaitEvent(waiter_stream, event, 0));
+    GROVE_CUDA_CHECK(cudaEventDestroy(event));
+  }
+
   bool is_capturing(Stream stream) override {
     check_device(stream.device, "is_capturing");
     cudaStream_t cuda = cuda_stream_if_created(stream);

@@ -143,6 +143,29 @@ TEST(CudaAllocatorTest, CrossStreamReuseWaitsForTheEvent) {
   }
 }
 
+// wait_stream orders two streams on the device: the copy queued on the default stream runs after
+// the side stream's fill, although the side stream is still blocked when the host queues it
+// (so the host did not wait).
+TEST(CudaStreamTest, WaitStreamOrdersWorkWithoutBlockingTheHost) {
+  SKIP_WITHOUT_GPU();
+  const Tensor source = full({1 << 16}, 1.0f).to(kGpu);
+  synchronize(default_stream(kGpu));
+  Tensor copy;
+  {
+    StreamBlocker blocker(side_stream());
+    {
+      const StreamGuard on_side(side_stream());
+      source.fill_(2.0f);  // queued behind the blocker
+    }
+    wait_stream(default_stream(kGpu), side_stream());
+    copy = source.clone();  // on the default stream, after the fill
+    blocker.release();
+  }
+  EXPECT_EQ(copy.to(kCPU).to_vector<float>(), std::vector<float>(1 << 16, 2.0f));
+  EXPECT_TRUE(has_substr(error_of([] { wait_stream(default_stream(kGpu), default_stream(kCPU)); }),
+                         "wait_stream: the streams are on different devices"));
+}
+
 TEST(CudaAllocatorTest, PrivatePoolAndCheckpoint) {
   SKIP_WITHOUT_GPU();
   CachingAllocator& allocator = allocator_for(kGpu);
