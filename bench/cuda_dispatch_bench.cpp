@@ -38,21 +38,28 @@ bool skip_without_gpu(benchmark::State& state) {
 
 void synchronize_gpu() { grove::synchronize(grove::current_stream(grove::cuda(0))); }
 
-// Times `call` in bursts of kBurst, excluding the synchronise after each burst.
+// Times `call` in bursts of kBurst, excluding the synchronise after each burst. An iteration is
+// one burst; the counter us_per_call is the figure to read.
 template <typename Call>
 void time_bursts(benchmark::State& state, Call call) {
   for (int i = 0; i < 1000; ++i) call();  // warm caches (allocator, launch paths)
   synchronize_gpu();
+  double seconds = 0.0;
   for (auto _ : state) {
     const auto start = Clock::now();
     for (int i = 0; i < kBurst; ++i) call();
     const auto stop = Clock::now();
     synchronize_gpu();
-    state.SetIterationTime(std::chrono::duration<double>(stop - start).count() / kBurst);
+    const double burst = std::chrono::duration<double>(stop - start).count();
+    state.SetIterationTime(burst);
+    seconds += burst;
   }
+  state.counters["us_per_call"] =
+      seconds * 1e6 / (static_cast<double>(state.iterations()) * kBurst);
 }
 
-// Times `call` back to back; the synchronise happens once, after the loop.
+// Times `call` back to back; the synchronise happens once, after the loop. An iteration is one
+// call.
 template <typename Call>
 void time_steady(benchmark::State& state, Call call) {
   for (int i = 0; i < 1000; ++i) call();

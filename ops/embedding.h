@@ -14,9 +14,12 @@
 //   may not even be computed yet: CUDA refuses the read, and the CPU stream simulates that), so
 //   the host check is skipped and the kernel's check is the one that fires, when the graph is
 //   replayed: the replay throws a grove::Error with the same words, and the kernels after the
-//   failing one do not run. This is the CPU stand-in for CUDA's device-side assert, which is
-//   what the CUDA kernels will use (a CUDA kernel cannot throw; the error surfaces at the next
-//   synchronisation and leaves the context unusable, as in PyTorch).
+//   failing one do not run.
+// The CUDA kernels skip the host check (it would need a copy of the indices to the host and a
+// synchronisation on every call) and cannot throw: a bad index makes the floating results it
+// touches NaN, and stops integer-valued kernels with a device-side trap, after which the
+// context is unusable, as after a device-side assert in PyTorch (Note [Out-of-range indices on
+// the GPU] in ops/cuda/embedding.cu).
 // In eager mode the kernel's check never fires on the CPU, since the host check ran first.
 #pragma once
 

@@ -16,7 +16,9 @@
 // Targets are checked by the kernel, not on the host, so that no op has to read device memory
 // before it launches (which a captured graph forbids). On the CPU, a target outside [0, C)
 // throws a grove::Error naming the value and its position when the kernel runs: at the call in
-// eager mode, at replay for a captured graph. (A CUDA kernel would raise a device-side assert.)
+// eager mode, at replay for a captured graph. A CUDA kernel cannot throw: it makes the bad row's
+// loss and gradient NaN, so the mean is NaN (Note [Out-of-range targets on the GPU] in
+// ops/cuda/loss.cu).
 #pragma once
 
 #include "core/tensor.h"

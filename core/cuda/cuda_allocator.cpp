@@ -82,7 +82,6 @@ class CudaAllocatorBackend final : public AllocatorBackend {
   Device device_;
 };
 
-constexpr int kMaxCudaDevices = 16;
 
 }  // namespace
 

@@ -112,17 +112,20 @@ class CudaCaptureBackend final : public CaptureBackend {
     GROVE_CUDA_CHECK(cudaStreamSynchronize(cuda));
   }
 
-  // An event per call: creating one costs about a microsecond, and destroying it right after
-  // the wait is allowed (CUDA releases it once the recorded work completes).
+  // One event per thread and device, recorded again for every wait: cudaStreamWaitEvent waits
+  // for the record that is current when it is called, so later records cannot disturb an
+  // earlier wait, and no event is created or destroyed per call.
   void wait_stream(Stream waiter, Stream producer) override {
     cudaStream_t producer_stream = cuda_stream(producer);
     cudaStream_t waiter_stream = cuda_stream(waiter);
     DeviceGuard guard(waiter.device);
-    cudaEvent_t event = nullptr;
-    GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    thread_local std::array<cudaEvent_t, kMaxCudaDevices> events{};
+    cudaEvent_t& event = events[static_cast<std::size_t>(waiter.device.index)];
+    if (event == nullptr) {
+      GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    }
     GROVE_CUDA_CHECK(cudaEventRecord(event, producer_stream));
     GROVE_CUDA_CHECK(cudaStreamWaitEvent(waiter_stream, event, 0));
-    GROVE_CUDA_CHECK(cudaEventDestroy(event));
   }
 
   bool is_capturing(Stream stream) override {

@@ -14,7 +14,7 @@
 namespace grove {
 namespace {
 
-constexpr int kMaxCudaDevices = 16;  // as many as the allocator and stream registries hold
+using cuda_backend::kMaxCudaDevices;
 
 struct DeviceCount {
   int count = 0;

@@ -23,6 +23,8 @@
 namespace grove::cuda_backend {
 
 inline constexpr std::uint32_t kMaxCudaStreams = 1024;
+// Devices the registries (streams, allocators, per-thread events) hold; later ones are not used.
+inline constexpr int kMaxCudaDevices = 16;
 
 // Throws "no CUDA device is available: ..." unless `device` is a CUDA device that exists.
 // `what` names the operation for the message.

@@ -143,25 +143,26 @@ TEST(CudaAllocatorTest, CrossStreamReuseWaitsForTheEvent) {
   }
 }
 
-// wait_stream orders two streams on the device: the copy queued on the default stream runs after
-// the side stream's fill, although the side stream is still blocked when the host queues it
-// (so the host did not wait).
+// wait_stream orders two streams on the device: a copy queued on the default stream right after
+// a long series of fills on the side stream sees the last fill. (A host-function blocker, as in
+// the allocator tests, is not used here: the host would queue the wait while CUDA's callback
+// thread is busy, which is not what the ordering is about.)
 TEST(CudaStreamTest, WaitStreamOrdersWorkWithoutBlockingTheHost) {
   SKIP_WITHOUT_GPU();
-  const Tensor source = full({1 << 16}, 1.0f).to(kGpu);
+  const Tensor source = full({1 << 24}, 0.0f).to(kGpu);
   synchronize(default_stream(kGpu));
-  Tensor copy;
-  {
-    StreamBlocker blocker(side_stream());
+  for (int round = 0; round < 3; ++round) {
     {
       const StreamGuard on_side(side_stream());
-      source.fill_(2.0f);  // queued behind the blocker
+      for (int i = 1; i <= 40; ++i) source.fill_(static_cast<float>(100 * round + i));
     }
     wait_stream(default_stream(kGpu), side_stream());
-    copy = source.clone();  // on the default stream, after the fill
-    blocker.release();
+    const Tensor copy = source.clone();  // on the default stream, after the last fill
+    const std::vector<float> values = copy.to(kCPU).to_vector<float>();
+    EXPECT_EQ(values.front(), static_cast<float>(100 * round + 40));
+    EXPECT_EQ(values.back(), static_cast<float>(100 * round + 40));
+    synchronize(side_stream());
   }
-  EXPECT_EQ(copy.to(kCPU).to_vector<float>(), std::vector<float>(1 << 16, 2.0f));
   EXPECT_TRUE(has_substr(error_of([] { wait_stream(default_stream(kGpu), default_stream(kCPU)); }),
                          "wait_stream: the streams are on different devices"));
 }

@@ -20,6 +20,9 @@ struct SgdCase {
   bool strided;
 };
 
+// Test names show the case's name, not the struct's bytes.
+void PrintTo(const SgdCase& c, std::ostream* out) { *out << c.name; }
+
 class SgdTest : public ::testing::TestWithParam<std::tuple<SgdCase, DType>> {};
 
 TEST_P(SgdTest, MatchesDoubleReferenceOverSteps) {
