@@ -10,6 +10,8 @@ __global__ void tiny_kernel(float* data) {
 
 }  // namespace
 
-void launch_tiny_kernel(float* data, cudaStream_t stream) { tiny_kernel<<<1, 32, 0, stream>>>(data); }
+void launch_tiny_kernel(float* data, cudaStream_t stream) {
+  tiny_kernel<<<1, 32, 0, stream>>>(data);
+}
 
 }  // namespace grove::bench

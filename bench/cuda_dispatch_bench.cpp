@@ -36,7 +36,9 @@ bool skip_without_gpu(benchmark::State& state) {
   return true;
 }
 
-void synchronize_gpu() { grove::synchronize(grove::current_stream(grove::cuda(0))); }
+void synchronize_gpu() {
+  grove::synchronize(grove::current_stream(grove::cuda(0)));
+}
 
 // Times `call` in bursts of kBurst, excluding the synchronise after each burst. An iteration is
 // one burst; the counter us_per_call is the figure to read.
@@ -75,8 +77,7 @@ struct Operands {
 
 void bare_launch(const Tensor& data) {
   grove::bench::launch_tiny_kernel(
-      data.data<float>(),
-      grove::cuda_backend::cuda_stream(grove::current_stream(grove::cuda(0))));
+      data.data<float>(), grove::cuda_backend::cuda_stream(grove::current_stream(grove::cuda(0))));
 }
 
 void BM_BareLaunchBurst(benchmark::State& state) {

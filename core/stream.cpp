@@ -75,8 +75,9 @@ void synchronize(Stream stream) {
 }
 
 void wait_stream(Stream waiter, Stream producer) {
-  GROVE_CHECK(waiter.device == producer.device, "wait_stream: the streams are on different devices (",
-              waiter, " waits for ", producer, ")");
+  GROVE_CHECK(waiter.device == producer.device,
+              "wait_stream: the streams are on different devices (", waiter, " waits for ",
+              producer, ")");
   if (waiter == producer) return;  // a stream runs its work in order
   capture_backend_for(waiter.device).wait_stream(waiter, producer);
 }

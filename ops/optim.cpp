@@ -16,7 +16,8 @@ namespace {
 const char* end_of(const Tensor& t) {
   std::int64_t last = 0;
   for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.sizes()[d] - 1) * t.strides()[d];
-  return static_cast<const char*>(t.data_ptr()) + (last + 1) * static_cast<std::int64_t>(element_size(t.dtype()));
+  return static_cast<const char*>(t.data_ptr()) +
+         (last + 1) * static_cast<std::int64_t>(element_size(t.dtype()));
 }
 
 bool overlap(const Tensor& a, const Tensor& b) {
@@ -49,8 +50,8 @@ void check_tensors(const OpCall& call, std::size_t tensors, const char* const* n
 
 void check_hyperparameter(const OpCall& call, const char* name, double value, bool ok,
                           const char* expected) {
-  GROVE_OP_CHECK(call, std::isfinite(value) && ok, "expected ", name, " ", expected,
-                 ", but got ", value);
+  GROVE_OP_CHECK(call, std::isfinite(value) && ok, "expected ", name, " ", expected, ", but got ",
+                 value);
 }
 
 // Inputs (param, grad[, velocity]). Attributes: reals = (lr, momentum, weight_decay), flag =
@@ -65,8 +66,8 @@ void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
   GROVE_OP_CHECK(call, !call.attributes.flag || momentum > 0,
                  "nesterov needs momentum > 0, but momentum is ", momentum);
-  GROVE_OP_CHECK(call, momentum == 0 || call.inputs.size() == 3,
-                 "momentum ", momentum, " needs a velocity tensor (zeros_like(param) at first)");
+  GROVE_OP_CHECK(call, momentum == 0 || call.inputs.size() == 3, "momentum ", momentum,
+                 " needs a velocity tensor (zeros_like(param) at first)");
   check_tensors(call, call.inputs.size(), kNames);
   outputs.in_place = true;
 }
@@ -86,7 +87,8 @@ void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& step = call.input(4);
   GROVE_OP_CHECK(call, step.numel() == 1 && step.dtype() != DType::Bool,
                  "expected step to be a one-element numeric tensor holding the step number, "
-                 "but got ", step.dtype(), step.sizes());
+                 "but got ",
+                 step.dtype(), step.sizes());
   for (std::size_t i = 0; i < 4; ++i) {
     GROVE_OP_CHECK(call, !overlap(call.input(i), step), kNames[i],
                    " shares memory with step; the step needs its own tensor");

@@ -1,10 +1,14 @@
 // The per-element formulas of the fused optimizer updates (ops/optim.h), shared by the CPU
 // kernel (ops/cpu/optim.cpp) and the CUDA kernel (ops/cuda/optim.cu) so that both devices compute
-// exactly the same expression. Plain C++ with host/device qualifiers when nvcc compiles it.
+// exactly the same expression, and the host-side loop set-up both kernels use. Plain C++ with
+// host/device qualifiers when nvcc compiles it.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+
+#include "core/strided_loop.h"
+#include "ops/dispatch.h"
 
 #ifdef __CUDACC__
 #define GROVE_HOST_DEVICE __host__ __device__
@@ -85,6 +89,24 @@ GROVE_HOST_DEVICE inline double read_step(const void* data, int dtype_code) {
     default:
       return static_cast<double>(*static_cast<const std::int32_t*>(data));
   }
+}
+
+// Host-side helpers of both kernels. The loop runs over the first kOperands inputs; a missing
+// input (SGD without velocity) borrows the parameter's strides and is never read.
+template <int kOperands>
+StridedLoop<kOperands> optim_loop(const OpCall& call) {
+  IntArrayRef strides[kOperands];
+  for (int k = 0; k < kOperands; ++k) {
+    const auto index = static_cast<std::size_t>(k);
+    strides[k] = index < call.inputs.size() ? call.input(index).strides() : call.input(0).strides();
+  }
+  return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
+}
+
+// Input `index`'s data, or null when the call has no such input.
+template <typename T>
+T* optim_data(const OpCall& call, std::size_t index) {
+  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
 }
 
 }  // namespace grove::ops

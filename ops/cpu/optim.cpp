@@ -5,29 +5,10 @@
 
 #include <type_traits>
 
-#include "core/strided_loop.h"
 #include "ops/optim_math.h"
 
 namespace grove::ops::cpu {
 namespace {
-
-// Builds the loop over the first kOperands inputs; a missing input (SGD without velocity)
-// borrows the parameter's strides and is never read.
-template <int kOperands>
-StridedLoop<kOperands> loop_over(const OpCall& call) {
-  IntArrayRef strides[kOperands];
-  for (int k = 0; k < kOperands; ++k) {
-    const auto index = static_cast<std::size_t>(k);
-    strides[k] = index < call.inputs.size() ? call.input(index).strides()
-                                            : call.input(0).strides();
-  }
-  return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
-}
-
-template <typename T>
-T* data_of(const OpCall& call, std::size_t index) {
-  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
-}
 
 template <typename T>
 void sgd_typed(const OpCall& call) {
@@ -35,10 +16,10 @@ void sgd_typed(const OpCall& call) {
   const SgdCoefficients<T> c{static_cast<T>(reals[0]), static_cast<T>(reals[1]),
                              static_cast<T>(reals[2]), call.attributes.flag,
                              call.inputs.size() == 3};
-  const StridedLoop<3> loop = loop_over<3>(call);
-  T* param = data_of<T>(call, 0);
-  const T* grad = data_of<T>(call, 1);
-  T* velocity = data_of<T>(call, 2);
+  const StridedLoop<3> loop = optim_loop<3>(call);
+  T* param = optim_data<T>(call, 0);
+  const T* grad = optim_data<T>(call, 1);
+  T* velocity = optim_data<T>(call, 2);
   launch_cpu(current_stream(call.input(0).device()), [=] {
     const int last = loop.ndim - 1;
     for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
@@ -63,11 +44,11 @@ void adamw_typed(const OpCall& call) {
   c.beta2 = static_cast<T>(beta2);
   c.eps = static_cast<T>(reals[3]);
   c.decay_factor = static_cast<T>(1.0 - lr * call.attributes.scalar.to<double>());
-  const StridedLoop<4> loop = loop_over<4>(call);
-  T* param = data_of<T>(call, 0);
-  const T* grad = data_of<T>(call, 1);
-  T* exp_avg = data_of<T>(call, 2);
-  T* exp_avg_sq = data_of<T>(call, 3);
+  const StridedLoop<4> loop = optim_loop<4>(call);
+  T* param = optim_data<T>(call, 0);
+  const T* grad = optim_data<T>(call, 1);
+  T* exp_avg = optim_data<T>(call, 2);
+  T* exp_avg_sq = optim_data<T>(call, 3);
   const void* step = call.input(4).data_ptr();
   const int step_dtype = static_cast<int>(call.input(4).dtype());
   launch_cpu(current_stream(call.input(0).device()), [=] {

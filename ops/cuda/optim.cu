@@ -27,33 +27,17 @@ __global__ void sgd_kernel(T* param, const T* grad, T* velocity, const SgdCoeffi
 }
 
 template <typename T>
-__global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
-                             const void* step, int step_dtype, AdamwCoefficients<T> c, double lr,
-                             double beta1, double beta2,
-                             const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+__global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, const void* step,
+                             int step_dtype, AdamwCoefficients<T> c, double lr, double beta1,
+                             double beta2, const __grid_constant__ StridedLoop<4> loop,
+                             std::int64_t n) {
   set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[4];
     offsets_of<4>(loop, i, offsets);
-    adamw_element(param[offsets[0]], grad[offsets[1]], exp_avg[offsets[2]],
-                  exp_avg_sq[offsets[3]], c);
+    adamw_element(param[offsets[0]], grad[offsets[1]], exp_avg[offsets[2]], exp_avg_sq[offsets[3]],
+                  c);
   }
-}
-
-template <int kOperands>
-StridedLoop<kOperands> loop_over(const OpCall& call) {
-  IntArrayRef strides[kOperands];
-  for (int k = 0; k < kOperands; ++k) {
-    const auto index = static_cast<std::size_t>(k);
-    strides[k] = index < call.inputs.size() ? call.input(index).strides()
-                                            : call.input(0).strides();
-  }
-  return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
-}
-
-template <typename T>
-T* data_of(const OpCall& call, std::size_t index) {
-  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
 }
 
 cudaStream_t stream_of(const Tensor& t) {
@@ -69,7 +53,8 @@ void sgd_typed(const OpCall& call) {
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
-      data_of<T>(call, 0), data_of<T>(call, 1), data_of<T>(call, 2), c, loop_over<3>(call), n);
+      optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2), c,
+      optim_loop<3>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -85,9 +70,9 @@ void adamw_typed(const OpCall& call) {
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
-      data_of<T>(call, 0), data_of<T>(call, 1), data_of<T>(call, 2), data_of<T>(call, 3),
-      call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c, reals[0], reals[1],
-      reals[2], loop_over<4>(call), n);
+      optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
+      optim_data<T>(call, 3), call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c,
+      reals[0], reals[1], reals[2], optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

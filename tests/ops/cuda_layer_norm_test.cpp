@@ -21,17 +21,7 @@ namespace {
 
 using testing::kGpu;
 
-// The values of `t` on the GPU, read through a stride-3 view (a slice of a larger buffer):
-// to(kGpu) alone would give a contiguous copy.
-Tensor strided_on_gpu(const Tensor& t) {
-  if (t.dim() == 0) return t.to(kGpu);
-  DimVector big_sizes(t.sizes());
-  big_sizes[big_sizes.size() - 1] = std::max<std::int64_t>(1, big_sizes.back() * 3);
-  const Tensor big = zeros(big_sizes, TensorOptions(t.dtype()).device(kGpu));
-  const Tensor view = big.slice(-1, 1, big_sizes.back(), 3);
-  view.copy_(t.to(kGpu));
-  return view;
-}
+using testing::strided_on_gpu;
 
 // Tolerances: both devices sum in double and round once, in different orders, so float32
 // results agree to an ulp or two (1e-5 relative). Outputs near zero come from differences

@@ -20,17 +20,7 @@ namespace {
 
 using testing::kGpu;
 
-// The values of `t` on the GPU, read through a stride-3 view (a slice of a larger buffer):
-// to(kGpu) alone would give a contiguous copy.
-Tensor strided_on_gpu(const Tensor& t) {
-  if (t.dim() == 0) return t.to(kGpu);
-  DimVector big_sizes(t.sizes());
-  big_sizes[big_sizes.size() - 1] = std::max<std::int64_t>(1, big_sizes.back() * 3);
-  const Tensor big = zeros(big_sizes, TensorOptions(t.dtype()).device(kGpu));
-  const Tensor view = big.slice(-1, 1, big_sizes.back(), 3);
-  view.copy_(t.to(kGpu));
-  return view;
-}
+using testing::strided_on_gpu;
 
 // Tolerance 0: these ops only move values (or write 0 and 1), so the results must be equal.
 void expect_exact(const Tensor& cpu_result, const Tensor& gpu_result, const std::string& what) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -74,6 +75,18 @@ inline void expect_device_parity(const Tensor& cpu_result, const Tensor& gpu_res
     default:
       return expect_close(back, expected, 0.0, 0.0, what);
   }
+}
+
+// The values of `t` on the GPU, read through a stride-3 view (a slice of a larger buffer):
+// to(kGpu) alone would give a contiguous copy.
+inline Tensor strided_on_gpu(const Tensor& t) {
+  if (t.dim() == 0) return t.to(kGpu);
+  DimVector big_sizes(t.sizes());
+  big_sizes[big_sizes.size() - 1] = std::max<std::int64_t>(1, big_sizes.back() * 3);
+  const Tensor big = zeros(big_sizes, TensorOptions(t.dtype()).device(kGpu));
+  const Tensor view = big.slice(-1, 1, big_sizes.back(), 3);
+  view.copy_(t.to(kGpu));
+  return view;
 }
 
 // A layout: a base tensor of `base` sizes, made on each device, and the view taken of it.

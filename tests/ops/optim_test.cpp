@@ -21,7 +21,9 @@ struct SgdCase {
 };
 
 // Test names show the case's name, not the struct's bytes.
-void PrintTo(const SgdCase& c, std::ostream* out) { *out << c.name; }
+void PrintTo(const SgdCase& c, std::ostream* out) {
+  *out << c.name;
+}
 
 class SgdTest : public ::testing::TestWithParam<std::tuple<SgdCase, DType>> {};
 
@@ -171,39 +173,53 @@ TEST(OptimTest, RefusesBadArguments) {
     }
     return "";
   };
-  EXPECT_NE(message_of([&] { sgd_(p, zeros({5}), v, {0.1, 0.9, 0, false}); })
-                .find("expected grad to have the parameter's sizes [4], but got [5]"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, zeros({5}), v, {0.1, 0.9, 0, false});
+            }).find("expected grad to have the parameter's sizes [4], but got [5]"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(p, g, Tensor(), {0.1, 0.9, 0, false}); })
-                .find("needs a velocity tensor"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g, Tensor(), {0.1, 0.9, 0, false});
+            }).find("needs a velocity tensor"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(p, g, v, {0.1, 0.0, 0, true}); }).find("nesterov needs"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g, v, {0.1, 0.0, 0, true});
+            }).find("nesterov needs"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(p, g, v, {-1, 0.9, 0, false}); }).find("expected lr >= 0"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g, v, {-1, 0.9, 0, false});
+            }).find("expected lr >= 0"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(p, p, v, {0.1, 0.9, 0, false}); })
-                .find("param and grad share memory"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, p, v, {0.1, 0.9, 0, false});
+            }).find("param and grad share memory"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(zeros({4}, TensorOptions(DType::Int64)), g, v, {}); })
-                .find("expected a float32 or float64 parameter"),
+  EXPECT_NE(message_of([&] {
+              sgd_(zeros({4}, TensorOptions(DType::Int64)), g, v, {});
+            }).find("expected a float32 or float64 parameter"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { sgd_(p, g.to(DType::Float64), v, {0.1, 0.9, 0, false}); })
-                .find("expected grad to have the parameter's dtype float32"),
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g.to(DType::Float64), v, {0.1, 0.9, 0, false});
+            }).find("expected grad to have the parameter's dtype float32"),
             std::string::npos);
   AdamwOptions bad_beta;
   bad_beta.beta2 = 1.0;
-  EXPECT_NE(message_of([&] { adamw_(p, g, zeros({4}), zeros({4}), step, bad_beta); })
-                .find("expected beta2 in [0, 1)"),
+  EXPECT_NE(message_of([&] {
+              adamw_(p, g, zeros({4}), zeros({4}), step, bad_beta);
+            }).find("expected beta2 in [0, 1)"),
             std::string::npos);
-  EXPECT_NE(message_of([&] { adamw_(p, g, zeros({4}), zeros({4}), ones({2}), {}); })
-                .find("one-element numeric tensor"),
+  EXPECT_NE(message_of([&] {
+              adamw_(p, g, zeros({4}), zeros({4}), ones({2}), {});
+            }).find("one-element numeric tensor"),
             std::string::npos);
   // Halves of one buffer may serve as two tensors; overlapping views may not.
   const Tensor buffer = zeros({8});
-  EXPECT_EQ(message_of([&] { sgd_(buffer.slice(0, 0, 4), g, buffer.slice(0, 4, 8), {0.1, 0.9}); }),
+  EXPECT_EQ(message_of([&] {
+              sgd_(buffer.slice(0, 0, 4), g, buffer.slice(0, 4, 8), {0.1, 0.9});
+            }),
             "");
-  EXPECT_NE(message_of([&] { sgd_(buffer.slice(0, 0, 4), g, buffer.slice(0, 3, 7), {0.1, 0.9}); })
-                .find("param and velocity share memory"),
+  EXPECT_NE(message_of([&] {
+              sgd_(buffer.slice(0, 0, 4), g, buffer.slice(0, 3, 7), {0.1, 0.9});
+            }).find("param and velocity share memory"),
             std::string::npos);
 }
 
