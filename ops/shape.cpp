@@ -57,6 +57,11 @@ void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
                  indices.dtype());
   GROVE_OP_CHECK(call, classes >= 0, "expected num_classes >= 0, but got ", classes,
                  " (it cannot be inferred from the data: that would read the indices on the host)");
+  // With no classes every index is out of range; the kernels would see no output element to
+  // check it against, so refuse here, on every device alike.
+  GROVE_OP_CHECK(call, classes > 0 || indices.numel() == 0,
+                 "num_classes 0 leaves no valid index for ", indices.numel(),
+                 " indices; expected num_classes > 0");
   DimVector sizes(indices.sizes());
   sizes.push_back(classes);
   outputs.add(sizes, DType::Int64);

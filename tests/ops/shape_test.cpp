@@ -237,6 +237,8 @@ TEST(Shape, ErrorsNameOpShapesAndDtypes) {
               HasSubstr("one_hot: expected int64 indices, but got float32"));
   EXPECT_THAT(error_of([] { one_hot(zeros({2}, DType::Int64), -1); }),
               HasSubstr("one_hot: expected num_classes >= 0, but got -1"));
+  EXPECT_THAT(error_of([] { one_hot(zeros({2}, DType::Int64), 0); }),
+              HasSubstr("one_hot: num_classes 0 leaves no valid index for 2 indices"));
   Tensor indices = from_vector(std::vector<std::int64_t>{0, 3, 1});
   EXPECT_THAT(error_of([&] { one_hot(indices, 3); }),
               HasSubstr("one_hot: index 3 at position [1] of the indices of shape [3] is out of "
