@@ -121,11 +121,18 @@ void DeviceGraph::replay() {
   GROVE_CHECK(work_ != nullptr,
               "replay: nothing was captured; call begin_capture and "
               "end_capture first");
+  // Order the replay with the caller's current stream, if that is another one: what the caller
+  // queued before (refilling inputs) runs first, and what it queues after (reading outputs)
+  // runs after the replay. A capturing caller stream is left alone (the capture decides).
+  const Stream caller = current_stream(device_);
+  const bool join = caller != stream_ && !grove::is_capturing(caller);
+  if (join) wait_stream(stream_, caller);
   if (rng_counters_per_replay_ > 0) {
     const PhiloxCell values = default_generator(device_).reserve_replay(rng_counters_per_replay_);
     capture_backend_for(device_).write_philox_cell(stream_, rng_cell_, values);
   }
   work_->replay(stream_);
+  if (join) wait_stream(caller, stream_);
 }
 
 void DeviceGraph::reset() {

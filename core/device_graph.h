@@ -78,7 +78,9 @@ class DeviceGraph {
   // pool if none is given).
   void begin_capture(Stream stream, PoolId pool = {});
   void end_capture();
-  // Runs the captured work again, on the capture stream.
+  // Runs the captured work again, on the capture stream, ordered after the work already queued
+  // on the calling thread's current stream and before the work queued there afterwards
+  // (wait_stream in stream.h; nothing to do when that is the capture stream).
   void replay();
   // Drops the captured work and the RNG cell, and releases the pool.
   void reset();

@@ -158,7 +158,15 @@ TensorList TreeManager::run(int callable_id, TensorList inputs) {
   }
   FunctionInfo& function = function_for(callable_id, inputs);
   wait_for_callers_stream();
-  TensorList outputs = run_function(function, inputs);
+  TensorList outputs;
+  try {
+    outputs = run_function(function, inputs);
+  } catch (...) {
+    // Work already queued on the manager's stream may still read the inputs: the caller's
+    // stream must not reuse their blocks before it is done.
+    wait_for_manager_stream();
+    throw;
+  }
   wait_for_manager_stream();
   if (mode == FunctionMode::Forward) {
     pending_backwards_ = true;

@@ -40,6 +40,13 @@ void check_tensors(const OpCall& call, std::size_t tensors, const char* const* n
     GROVE_OP_CHECK(call, t.sizes() == param.sizes(), "expected ", names[i],
                    " to have the parameter's sizes ", param.sizes(), ", but got ", t.sizes());
   }
+  // The states (inputs 2 and up) are written like the parameter, whose layout dispatch checks.
+  for (std::size_t i = 2; i < tensors; ++i) {
+    const Tensor& t = call.input(i);
+    GROVE_OP_CHECK(call, !has_internal_overlap(t.sizes(), t.strides()), names[i],
+                   " has elements that share memory (an expanded view, strides ", t.strides(),
+                   "); each element needs its own: clone() it");
+  }
   for (std::size_t i = 0; i < tensors; ++i) {
     for (std::size_t j = i + 1; j < tensors; ++j) {
       GROVE_OP_CHECK(call, !overlap(call.input(i), call.input(j)), names[i], " and ", names[j],

@@ -50,7 +50,11 @@ struct AdamwOptions {
 // `step` holds t (>= 1, already incremented for this step): a one-element tensor of any
 // numeric dtype on the parameter's device, read by the kernel when it runs, so a captured step
 // stays correct on every replay as long as the step tensor is advanced in the graph too
-// (add_(step, 1) before the updates). exp_avg and exp_avg_sq start at zeros.
+// (add_(step, 1) before the updates). A step below 1 makes the parameter NaN (the kernel cannot
+// throw). exp_avg and exp_avg_sq start at zeros.
+//
+// Captured graphs: the hyperparameters (lr, momentum, betas, ...) are kernel arguments, fixed
+// when the update is captured; a learning-rate schedule needs a new capture when lr changes.
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options);
 

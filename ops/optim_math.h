@@ -59,7 +59,9 @@ struct AdamwCoefficients {
 template <typename T>
 GROVE_HOST_DEVICE inline void set_adamw_step(AdamwCoefficients<T>& c, double lr, double beta1,
                                              double beta2, double t) {
-  c.step_size = static_cast<T>(lr / (1.0 - pow(beta1, t)));
+  // t < 1 is not a step (the bias corrections would divide by zero or flip sign): poison the
+  // update so the parameters turn NaN visibly instead of moving by a wrong amount.
+  c.step_size = t >= 1.0 ? static_cast<T>(lr / (1.0 - pow(beta1, t))) : static_cast<T>(NAN);
   c.sqrt_correction2 = static_cast<T>(sqrt(1.0 - pow(beta2, t)));
 }
 

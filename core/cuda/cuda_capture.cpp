@@ -176,8 +176,9 @@ class CudaCaptureBackend final : public CaptureBackend {
     DeviceGuard guard(device);
     void* cell = nullptr;
     GROVE_CUDA_CHECK(cudaMalloc(&cell, sizeof(PhiloxCell)));
-    // Zero until the first replay writes it (a kernel never reads it before then).
-    GROVE_CUDA_CHECK(cudaMemset(cell, 0, sizeof(PhiloxCell)));
+    // Left unset: every replay writes it on the replay stream before the graph's kernels read
+    // it, and nothing else reads it. (A cudaMemset here would run on the legacy default stream,
+    // unordered with grove's non-blocking streams.)
     return static_cast<PhiloxCell*>(cell);
   }
 

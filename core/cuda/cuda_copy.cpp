@@ -74,9 +74,13 @@ void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blockin
                                      cudaMemcpyHostToDevice, stream));
     if (!direct) cuda_backend::launch_copy(dst, landing);
     if (is_pinned(host.data_ptr())) {
-      // From pinned memory the copy is truly asynchronous.
-      record_pinned_use(host.data_ptr(), grove_stream);
-      if (!non_blocking) GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      // From pinned memory the copy is truly asynchronous: a non-blocking one is only queued
+      // (the block records it, so it is not reused before the copy has read it).
+      if (non_blocking) {
+        record_pinned_use(host.data_ptr(), grove_stream);
+      } else {
+        GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+      }
     }
   } else {
     // device -> host. The source, dense and in dst's dtype, on the device.

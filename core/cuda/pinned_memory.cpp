@@ -66,6 +66,7 @@ class PinnedAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     PinnedBlock* block = block_holding(ptr);
     if (block == nullptr) return;
+    prune_finished(*block);  // a buffer copied every step keeps a bounded list
     DeviceGuard guard(stream.device);
     RelaxedCaptureModeGuard relaxed;
     cudaEvent_t event = nullptr;
@@ -89,14 +90,15 @@ class PinnedAllocator {
     return DataPtr(block->ptr, kCPU, &PinnedAllocator::free, this);
   }
 
-  // True once every recorded copy on the block has finished; drops the finished events.
-  static bool uses_finished(PinnedBlock& block) {
+  // Drops the events of the block's copies that have finished.
+  static void prune_finished(PinnedBlock& block) {
     auto& uses = block.uses;
     for (std::size_t i = 0; i < uses.size();) {
       const cudaError_t status = cudaEventQuery(uses[i].second);
       if (status == cudaErrorNotReady) {
         (void)cudaGetLastError();  // not an error: the copy is still running
-        return false;
+        ++i;
+        continue;
       }
       GROVE_CUDA_CHECK(status);
       DeviceGuard guard(uses[i].first);
@@ -104,7 +106,12 @@ class PinnedAllocator {
       uses[i] = uses.back();
       uses.pop_back();
     }
-    return true;
+  }
+
+  // True once every recorded copy on the block has finished.
+  static bool uses_finished(PinnedBlock& block) {
+    prune_finished(block);
+    return block.uses.empty();
   }
 
   // The block whose bytes contain ptr, or nullptr.

@@ -13,7 +13,7 @@
 namespace grove::ops::cuda {
 namespace {
 
-constexpr int kMaxDevices = 16;  // as many as the CUDA backend's stream registry holds
+using cuda_backend::kMaxCudaDevices;
 
 // Bytes of one stream's workspace on `device`: cuBLAS recommends 32 MiB for Hopper (sm_90) and
 // 4 MiB for earlier architectures (cublasSetWorkspace in the cuBLAS documentation).
@@ -32,15 +32,15 @@ struct DeviceWorkspaces {
 };
 
 DeviceWorkspaces& workspaces_of(Device device) {
-  static auto* all = new std::array<DeviceWorkspaces, kMaxDevices>();  // never destroyed
+  static auto* all = new std::array<DeviceWorkspaces, kMaxCudaDevices>();  // never destroyed
   return (*all)[static_cast<std::size_t>(device.index)];
 }
 
 // Handles no thread holds, per device; never destroyed (see blas_handle.h).
 struct HandlePool {
   std::mutex mutex;
-  std::array<std::vector<cublasHandle_t>, kMaxDevices> blas;
-  std::array<std::vector<cublasLtHandle_t>, kMaxDevices> lt;
+  std::array<std::vector<cublasHandle_t>, kMaxCudaDevices> blas;
+  std::array<std::vector<cublasLtHandle_t>, kMaxCudaDevices> lt;
 };
 
 HandlePool& handle_pool() {
@@ -50,8 +50,8 @@ HandlePool& handle_pool() {
 
 // The calling thread's handles; returned to the pool when the thread exits.
 struct ThreadHandles {
-  std::array<cublasHandle_t, kMaxDevices> blas{};
-  std::array<cublasLtHandle_t, kMaxDevices> lt{};
+  std::array<cublasHandle_t, kMaxCudaDevices> blas{};
+  std::array<cublasLtHandle_t, kMaxCudaDevices> lt{};
 
   ThreadHandles() = default;
   ThreadHandles(const ThreadHandles&) = delete;
@@ -72,8 +72,8 @@ ThreadHandles& thread_handles() {
 }
 
 void check_index(Device device) {
-  GROVE_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxDevices,
-              "cuBLAS: expected a CUDA device cuda:0 to cuda:", kMaxDevices - 1, ", but got ",
+  GROVE_CHECK(device.is_cuda() && device.index >= 0 && device.index < kMaxCudaDevices,
+              "cuBLAS: expected a CUDA device cuda:0 to cuda:", kMaxCudaDevices - 1, ", but got ",
               device);
 }
 

@@ -210,6 +210,12 @@ bool fits_int32(std::int64_t largest) {
   return largest < INT_MAX;
 }
 
+// True when a grid-stride loop over `total` items can count in int32: the last step may pass
+// `total` by up to one whole grid before the loop test stops it.
+bool loop_fits_int32(std::int64_t total) {
+  return total + kMaxBlocks * kThreads < INT_MAX;
+}
+
 cudaStream_t stream_of(const Tensor& out) {
   return cuda_backend::cuda_stream(current_stream(out.device()));
 }
@@ -246,8 +252,8 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
   // The farthest element any thread reads (strides are >= 0 for grove's views).
   std::int64_t farthest = 0;
   for (std::int64_t d = 0; d < input.dim(); ++d) farthest += (input.size(d) - 1) * input.stride(d);
-  const bool narrow =
-      fits_int32(total) && fits_int32(farthest + 1) && fits_int32(g.height * g.width + g.width);
+  const bool narrow = loop_fits_int32(total) && fits_int32(farthest + 1) &&
+                      fits_int32(g.height * g.width + g.width);
   const cuda_backend::DeviceGuard guard(out.device());
   const cudaStream_t stream = stream_of(out);
   const T* in = static_cast<const T*>(input.data_ptr());
@@ -286,7 +292,7 @@ void launch_avg_backward(const OpCall& call, const Tensor& out) {
   const cudaStream_t stream = stream_of(out);
   const T* grad_data = static_cast<const T*>(grad.data_ptr());
   T* grad_input = static_cast<T*>(out.data_ptr());
-  if (fits_int32(total) && fits_int32(grad.numel())) {
+  if (loop_fits_int32(total) && fits_int32(grad.numel())) {
     avg_pool_backward_kernel<T, int><<<blocks_for(total), kThreads, 0, stream>>>(
         grad_data, grad_input, g, static_cast<int>(total));
   } else {

@@ -221,6 +221,22 @@ TEST(OptimTest, RefusesBadArguments) {
               sgd_(buffer.slice(0, 0, 4), g, buffer.slice(0, 3, 7), {0.1, 0.9});
             }).find("param and velocity share memory"),
             std::string::npos);
+  // A state whose elements share memory would be updated by racing writes.
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g, zeros({1}).expand({4}), {0.1, 0.9});
+            }).find("velocity has elements that share memory"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              adamw_(p, g, zeros({4}), zeros({1}).expand({4}), step, {});
+            }).find("exp_avg_sq has elements that share memory"),
+            std::string::npos);
+}
+
+// A step below 1 is not a step: the parameter turns NaN instead of moving by a wrong amount.
+TEST(OptimTest, AdamwStepBelowOnePoisonsTheParameter) {
+  const Tensor p = ones({3});
+  adamw_(p, ones({3}), zeros({3}), zeros({3}), zeros({1}), {});
+  for (const float value : p.to_vector<float>()) EXPECT_TRUE(std::isnan(value));
 }
 
 }  // namespace
