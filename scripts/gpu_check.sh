@@ -21,8 +21,9 @@ fi
 nvidia-smi -L
 mkdir -p "$results"
 
+# A GPU test that hangs fails after 60 s, so one bad test cannot eat the whole check.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGROVE_CUDA=ON \
-  -DGROVE_BUILD_TESTS=ON -DGROVE_BUILD_BENCH=ON >"$results/configure.log"
+  -DGROVE_BUILD_TESTS=ON -DGROVE_BUILD_BENCH=ON -DGROVE_TEST_TIMEOUT=60 >"$results/configure.log"
 ninja -C "$build" -j"$jobs" >"$results/build.log" || {
   tail -40 "$results/build.log"
   exit 1
@@ -36,7 +37,7 @@ grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)" "$result
 echo "== GPU benchmarks"
 for bench in "$build"/bench/cuda_*_bench; do
   name=$(basename "$bench")
-  "$bench" --benchmark_filter="$filter" --benchmark_repetitions=5 \
+  timeout 300 "$bench" --benchmark_filter="$filter" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_out="$results/$name.json" \
     --benchmark_out_format=json >"$results/$name.log" 2>&1 || echo "$name failed: see $results/$name.log"
 done
