@@ -52,6 +52,23 @@ bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride
   return false;
 }
 
+// The (batch..., rows, cols) sizes and strides under which `tensor` is read, without a view.
+void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides) {
+  sizes = tensor.sizes();
+  strides = tensor.strides();
+  const std::size_t last = sizes.size() - 1;
+  if (role == Role::Transposed) {
+    std::swap(sizes[last], sizes[last - 1]);
+    std::swap(strides[last], strides[last - 1]);
+  } else if (tensor.dim() == 1 && role == Role::Left) {
+    sizes.insert(0, 1);
+    strides.insert(0, 0);  // the stride of a size-1 dim is never used
+  } else if (tensor.dim() == 1) {
+    sizes.push_back(1);
+    strides.push_back(1);
+  }
+}
+
 namespace {
 
 template <typename T, int Order>
@@ -181,30 +198,6 @@ void run_batched(const BatchedGemm<T>& plan) {
     for (std::int64_t i = 0; i < plan.count; ++i) run_product(plan, i);
   } else {
     for (std::int64_t i = 0; i < plan.count; ++i) run_product(plan, i);  // Eigen's threads
-  }
-}
-
-// How an operand is read as a stack of matrices.
-enum class Role {
-  Left,        // a: (K) as (1, K), or (..., M, K)
-  Right,       // b: (K) as (K, 1), or (..., K, N)
-  Transposed,  // linear's weight (N, K), read as (K, N)
-};
-
-// The (batch..., rows, cols) sizes and strides under which `tensor` is read, without a view.
-void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides) {
-  sizes = tensor.sizes();
-  strides = tensor.strides();
-  const std::size_t last = sizes.size() - 1;
-  if (role == Role::Transposed) {
-    std::swap(sizes[last], sizes[last - 1]);
-    std::swap(strides[last], strides[last - 1]);
-  } else if (tensor.dim() == 1 && role == Role::Left) {
-    sizes.insert(0, 1);
-    strides.insert(0, 0);  // the stride of a size-1 dim is never used
-  } else if (tensor.dim() == 1) {
-    sizes.push_back(1);
-    strides.push_back(1);
   }
 }
 

@@ -95,6 +95,17 @@ struct Bias {
 bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                    std::int64_t col_stride, bool& row_major, std::int64_t& leading);
 
+// How an operand is read as a stack of matrices.
+enum class Role {
+  Left,        // a: (K) as (1, K), or (..., M, K)
+  Right,       // b: (K) as (K, 1), or (..., K, N)
+  Transposed,  // linear's weight (N, K), read as (K, N)
+};
+
+// The (batch..., rows, cols) sizes and strides under which `tensor` is read in `role`, without
+// making a view (shared with the CUDA kernel, ops/cuda/linalg.cpp).
+void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides);
+
 // c (a.rows x b.cols, row-major with leading dimension ldc) = a @ b, plus the bias if any.
 // K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see Note
 // [Threads in CPU GEMM]); call it from inside launch_cpu.

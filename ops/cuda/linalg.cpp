@@ -51,12 +51,8 @@
 namespace grove::ops::cuda {
 namespace {
 
-// How an operand is read as a stack of matrices (as in the CPU kernel).
-enum class Role {
-  Left,        // a: (K) as (1, K), or (..., M, K)
-  Right,       // b: (K) as (K, 1), or (..., K, N)
-  Transposed,  // linear's weight (N, K), read as (K, N)
-};
+using cpu::matrix_view;
+using cpu::Role;
 
 // One operand in row-major terms: its first matrix and its batch dims.
 struct Operand {
@@ -69,23 +65,6 @@ struct Operand {
   DimVector batch_strides;
   Tensor scratch;  // a contiguous copy, when cuBLAS cannot read the tensor's layout
 };
-
-// The (batch..., rows, cols) sizes and strides under which `tensor` is read, without a view.
-void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides) {
-  sizes = tensor.sizes();
-  strides = tensor.strides();
-  const std::size_t last = sizes.size() - 1;
-  if (role == Role::Transposed) {
-    std::swap(sizes[last], sizes[last - 1]);
-    std::swap(strides[last], strides[last - 1]);
-  } else if (tensor.dim() == 1 && role == Role::Left) {
-    sizes.insert(0, 1);
-    strides.insert(0, 0);  // the stride of a size-1 dim is never used
-  } else if (tensor.dim() == 1) {
-    sizes.push_back(1);
-    strides.push_back(1);
-  }
-}
 
 // The CPU's layout rule (one unit-stride dim), plus cuBLAS's: the leading dimension covers the
 // rows of the matrix as stored column-major (cols of a row-major matrix, rows of a column-major).
