@@ -13,69 +13,19 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <cmath>
-#include <vector>
 
-#include "autograd/autograd.h"
+#include "bench/mlp_step.h"
 #include "core/device_graph.h"
 #include "core/stream.h"
-#include "ops/elementwise.h"
-#include "ops/inplace.h"
-#include "ops/linalg.h"
-#include "ops/optim.h"
-#include "ops/random.h"
-#include "ops/softmax.h"
 
 namespace {
 
 using namespace grove;
 using namespace grove::ops;
 using Clock = std::chrono::steady_clock;
+using grove::bench::MlpStep;
 
 constexpr int kStepsPerTiming = 50;
-
-struct MlpStep {
-  Device device = cuda(0);
-  std::vector<Tensor> parameters;
-  std::vector<Tensor> velocities;
-  Tensor inputs = randn({128, 784}).to(device);
-  Tensor targets = randint(0, 10, {128}).to(device);
-
-  MlpStep() {
-    const std::int64_t sizes[][2] = {{256, 784}, {256, 256}, {10, 256}};
-    const autograd::NoGradGuard no_grad;
-    for (const auto& size : sizes) {
-      const double bound = 1.0 / std::sqrt(static_cast<double>(size[1]));
-      Tensor weight = empty({size[0], size[1]});
-      Tensor bias = empty({size[0]});
-      uniform_(weight, -bound, bound);
-      uniform_(bias, -bound, bound);
-      parameters.push_back(weight.to(device).requires_grad_());
-      parameters.push_back(bias.to(device).requires_grad_());
-    }
-    for (const Tensor& parameter : parameters) velocities.push_back(zeros_like(parameter));
-  }
-
-  bool fused_sgd = false;  // one sgd_ per parameter instead of mul_, add_, add_
-
-  void run() {
-    for (const Tensor& parameter : parameters) parameter.set_grad(Tensor());  // zero_grad
-    Tensor h = relu(linear(inputs, parameters[0], parameters[1]));
-    h = relu(linear(h, parameters[2], parameters[3]));
-    const Tensor loss = cross_entropy(linear(h, parameters[4], parameters[5]), targets);
-    loss.backward();
-    const autograd::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      if (fused_sgd) {
-        sgd_(parameters[i], parameters[i].grad(), velocities[i], {0.01, 0.9});
-        continue;
-      }
-      mul_(velocities[i], 0.9);
-      add_(velocities[i], parameters[i].grad());
-      add_(parameters[i], velocities[i], -0.01);
-    }
-  }
-};
 
 // Runs `step` kStepsPerTiming times per iteration (then synchronises); the counter us_per_step
 // is the figure to read.
@@ -101,7 +51,7 @@ void BM_MlpTrainStep(benchmark::State& state) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  MlpStep step;
+  MlpStep step(cuda(0));
   time_steps(state, step.device, [&] { step.run(); });
 }
 BENCHMARK(BM_MlpTrainStep)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -112,8 +62,7 @@ void BM_MlpTrainStepFusedSgd(benchmark::State& state) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  MlpStep step;
-  step.fused_sgd = true;
+  MlpStep step(cuda(0), /*fused_sgd=*/true);
   time_steps(state, step.device, [&] { step.run(); });
 }
 BENCHMARK(BM_MlpTrainStepFusedSgd)->UseManualTime()->Unit(benchmark::kMicrosecond);
@@ -123,7 +72,7 @@ void BM_MlpTrainStepCaptured(benchmark::State& state) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  MlpStep step;
+  MlpStep step(cuda(0));
   for (int i = 0; i < 3; ++i) step.run();  // eager warm-up: plans and workspaces exist
   synchronize(current_stream(step.device));
   DeviceGraph graph(step.device);
