@@ -25,12 +25,14 @@ bool same_elements(const Tensor& x, const Tensor& operand) {
   return true;
 }
 
-// The operand itself, or a copy when it shares memory with x other than element for element:
-// otherwise an element could be read after the update has already overwritten it.
+}  // namespace
+
 Tensor unaliased(const Tensor& x, const Tensor& operand) {
   if (!operand.is_alias_of(x) || same_elements(x, operand)) return operand;
   return operand.clone();
 }
+
+namespace {
 
 // x[i] = fn(x[i], operands at i), with kInputs tensor operands after x (inputs 1..kInputs).
 template <typename T, int kInputs, typename Fn>

@@ -14,6 +14,7 @@
 #include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
 #include "ops/broadcast.h"
+#include "ops/cpu/inplace.h"
 #include "ops/cuda/inplace.h"
 #include "ops/cuda/kernel_loop.cuh"
 
@@ -62,21 +63,6 @@ __global__ void update_strided(T* x, const T* v0, const T* v1, T scalar, OpKind 
   }
 }
 
-// True if `operand` reads exactly x's element at each index (x.add_(x)).
-bool same_elements(const Tensor& x, const Tensor& operand) {
-  if (operand.dim() != x.dim() || operand.storage_offset() != x.storage_offset()) return false;
-  for (std::int64_t d = 0; d < x.dim(); ++d) {
-    if (operand.sizes()[d] != x.sizes()[d]) return false;
-    if (x.sizes()[d] != 1 && operand.strides()[d] != x.strides()[d]) return false;
-  }
-  return true;
-}
-
-Tensor unaliased(const Tensor& x, const Tensor& operand) {
-  if (!operand.is_alias_of(x) || same_elements(x, operand)) return operand;
-  return operand.clone();
-}
-
 template <typename T>
 void launch_update(const OpCall& call) {
   const Tensor& x = call.input(0);
@@ -89,7 +75,7 @@ void launch_update(const OpCall& call) {
                           DimVector(x.sizes().size(), 0)};
   std::array<const T*, 2> inputs{};
   for (int k = 0; k < operands; ++k) {
-    kept[k] = unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
+    kept[k] = cpu::unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
     strides[k + 1] = broadcast_strides(kept[k], x.sizes());
     inputs[k] = static_cast<const T*>(kept[k].data_ptr());
   }
