@@ -12,24 +12,13 @@
 #include "core/storage.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "tests/core/cuda_test_util.h"
 
 namespace grove {
 namespace {
 
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
-
-const Device kGpu = cuda(0);
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
+using testing::kGpu;
 
 // Values that differ at every index (exact in float32 up to 2^24).
 std::vector<float> ramp(std::int64_t n, float start) {

@@ -23,32 +23,21 @@
 #include "core/storage.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "tests/core/cuda_test_util.h"
 
 namespace grove {
 namespace {
 
-#define SKIP_WITHOUT_GPU() \
-  if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device"
+using testing::error_of;
+using testing::kGpu;
 
 constexpr const char* kCaptureMessage = "operation not permitted when stream is capturing";
 constexpr std::size_t kMiB = 1024 * 1024;
-
-const Device kGpu = cuda(0);
 
 // One extra stream for the whole binary (stream ids are never given back).
 Stream side_stream() {
   static const Stream stream = new_stream(kGpu);
   return stream;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "(no error)";
 }
 
 ::testing::AssertionResult has_substr(const std::string& text, const std::string& part) {
