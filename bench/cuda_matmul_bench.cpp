@@ -3,8 +3,9 @@
 // with TF32 off and on as the measured peak, and the host time of one small linear call.
 //
 // Timing: each iteration records a CUDA event, launches `kRepeats` calls on the current stream,
-// records another and waits for it; the time between the events over kRepeats is the
-// iteration's time (UseManualTime). Small products are host-bound (the GPU idles between
+// records another and waits for it; the time between the events is the iteration's time
+// (UseManualTime), so Google Benchmark's run length follows the wall clock, and the counters
+// us_per_call and TFLOP/s are per call. Small products are host-bound (the GPU idles between
 // launches while grove dispatches the next call), so their TFLOP/s include dispatch; the
 // BM_CudaLinearHostTime figure is that dispatch cost alone, per call, without any sync.
 //
@@ -59,6 +60,7 @@ void time_on_gpu(benchmark::State& state, double flops_per_call, Body body) {
   GROVE_CUDA_CHECK(cudaEventCreate(&stop));
   for (int i = 0; i < 3; ++i) body();  // warm-up: handles, workspace, plan cache
   GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  double seconds = 0.0;
   for (auto _ : state) {
     GROVE_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int i = 0; i < kRepeats; ++i) body();
@@ -66,12 +68,14 @@ void time_on_gpu(benchmark::State& state, double flops_per_call, Body body) {
     GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
     float milliseconds = 0.0f;
     GROVE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-    state.SetIterationTime(static_cast<double>(milliseconds) / 1e3 / kRepeats);
+    state.SetIterationTime(static_cast<double>(milliseconds) / 1e3);
+    seconds += static_cast<double>(milliseconds) / 1e3;
   }
   GROVE_CUDA_CHECK(cudaEventDestroy(start));
   GROVE_CUDA_CHECK(cudaEventDestroy(stop));
-  state.counters["TFLOP/s"] =
-      benchmark::Counter(flops_per_call / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  const double calls = static_cast<double>(state.iterations()) * kRepeats;
+  state.counters["us_per_call"] = seconds * 1e6 / calls;
+  state.counters["TFLOP/s"] = flops_per_call * calls / seconds / 1e12;
 #else
   (void)flops_per_call;
   (void)body;
@@ -194,13 +198,16 @@ void time_on_host(benchmark::State& state, Body body) {
   const grove::Stream stream = grove::current_stream(grove::cuda(0));
   for (int i = 0; i < 3; ++i) body();
   grove::synchronize(stream);
+  double seconds = 0.0;
   for (auto _ : state) {
     const auto begin = std::chrono::steady_clock::now();
     for (int i = 0; i < kCalls; ++i) body();
     const auto end = std::chrono::steady_clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(end - begin).count() / kCalls);
+    state.SetIterationTime(std::chrono::duration<double>(end - begin).count());
+    seconds += std::chrono::duration<double>(end - begin).count();
     grove::synchronize(stream);
   }
+  state.counters["us_per_call"] = seconds * 1e6 / (static_cast<double>(state.iterations()) * kCalls);
 }
 
 // linear(x (128, 256), W (10, 256), b (10)): the MLP's last layer (cuBLASLt, bias epilogue).
