@@ -311,6 +311,27 @@ void BM_CublasLtHostTime(benchmark::State& state) {
 }
 BENCHMARK(BM_CublasLtHostTime)->UseManualTime();
 
+// The same product (no bias) through the legacy API, cublasSgemm, for comparison with cuBLASLt's
+// host path.
+void BM_CublasSgemmHostTime(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+#ifdef GROVE_HAS_CUDA
+  const Tensor x = on_gpu({128, 256}, 0.5f);
+  const Tensor weight = on_gpu({10, 256}, 0.25f);
+  const Tensor out = on_gpu({128, 10}, 0.0f);
+  cublasHandle_t handle = grove::ops::cuda::blas_handle(grove::current_stream(grove::cuda(0)));
+  const float alpha = 1.0f, beta = 0.0f;
+  // Column-major: out^T (10 x 128) = W^T (10 x 256) @ x^T (256 x 128).
+  time_on_host(state, [&] {
+    GROVE_CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_T, CUBLAS_OP_N, 10, 128, 256, &alpha,
+                                   static_cast<const float*>(weight.data_ptr()), 256,
+                                   static_cast<const float*>(x.data_ptr()), 256, &beta,
+                                   static_cast<float*>(out.data_ptr()), 10));
+  });
+#endif
+}
+BENCHMARK(BM_CublasSgemmHostTime)->UseManualTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -45,12 +45,22 @@ struct MlpStep {
   }
 
   void run() {
+    forward().backward();
+    update();
+  }
+
+  // zero_grad, then the forward pass to the loss.
+  Tensor forward() {
     using namespace grove::ops;
     for (const Tensor& parameter : parameters) parameter.set_grad(Tensor());  // zero_grad
     Tensor h = relu(linear(inputs, parameters[0], parameters[1]));
     h = relu(linear(h, parameters[2], parameters[3]));
-    const Tensor loss = cross_entropy(linear(h, parameters[4], parameters[5]), targets);
-    loss.backward();
+    return cross_entropy(linear(h, parameters[4], parameters[5]), targets);
+  }
+
+  // SGD with momentum 0.9, learning rate 0.01.
+  void update() {
+    using namespace grove::ops;
     const autograd::NoGradGuard no_grad;
     for (std::size_t i = 0; i < parameters.size(); ++i) {
       if (fused_sgd) {
