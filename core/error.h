@@ -6,6 +6,8 @@
 // - GROVE_INTERNAL_ASSERT(cond, parts...) is for grove's own invariants: if it fires, grove has
 //   a bug, and the message says so.
 // - OutOfMemoryError is thrown by allocators after they have freed what they could and retried.
+// - DeviceCheckError is thrown at a synchronisation when a kernel found a bad value, such as an
+//   index out of range (Note [Device-side error reports] in core/cuda/device_errors.h).
 //
 // Nothing here allocates unless an error is actually thrown.
 #pragma once
@@ -30,6 +32,12 @@ class Error : public std::runtime_error {
 
 // Thrown when an allocator cannot satisfy a request even after freeing cached memory.
 class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Thrown at a synchronisation when a kernel launched earlier found a bad value on the device.
+class DeviceCheckError : public Error {
  public:
   using Error::Error;
 };

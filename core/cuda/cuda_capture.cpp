@@ -18,6 +18,7 @@
 
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.h"
 #include "core/device_graph.h"
 
 namespace grove::cuda_backend {
@@ -110,6 +111,7 @@ class CudaCaptureBackend final : public CaptureBackend {
     cudaStream_t cuda = cuda_stream(stream);
     DeviceGuard guard(stream.device);
     GROVE_CUDA_CHECK(cudaStreamSynchronize(cuda));
+    check_device_errors(stream.device, "synchronize");  // Note [Device-side error reports]
   }
 
   // One event per thread and device, recorded again for every wait: cudaStreamWaitEvent waits
@@ -143,6 +145,7 @@ class CudaCaptureBackend final : public CaptureBackend {
   void begin_capture(Stream stream) override {
     cudaStream_t cuda = cuda_stream(stream);
     DeviceGuard guard(stream.device);
+    prepare_device_errors(stream.device);  // captured kernels may report into it
     GROVE_CUDA_CHECK(cudaStreamBeginCapture(cuda, cudaStreamCaptureModeThreadLocal));
     ++captures_begun_by_this_thread;
   }

@@ -19,6 +19,7 @@
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.h"
 #include "core/cuda/pinned_memory.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
@@ -80,6 +81,7 @@ void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blockin
         record_pinned_use(host.data_ptr(), grove_stream);
       } else {
         GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+        check_device_errors(device, "a copy to the device");  // Note [Device-side error reports]
       }
     }
   } else {
@@ -94,6 +96,8 @@ void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blockin
       return;  // the caller synchronises the stream before reading dst
     }
     GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // Note [Device-side error reports]: reading results on the host is where bad indices surface.
+    check_device_errors(device, "a copy to the host (to(kCPU), item())");
     if (!direct) grove::launch_copy(dst, landing);
   }
 }

@@ -18,14 +18,14 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU checks indices on the host before the launch and again in the kernel (Note [Index
 // checks during capture] in ops/embedding.h). For CUDA tensors the host cannot read the indices
-// without a copy and a synchronisation, so only the kernel sees them, and a kernel cannot throw.
-// As for the losses' targets (Note [Out-of-range targets on the GPU] in ops/cuda/loss.cu), a bad
-// index poisons floating-point results instead of being read: embedding writes a row of NaN for
-// it, and embedding_backward (which scans every index anyway) writes NaN over its whole result.
-// Integer results have no NaN: embedding of an integer table and one_hot (ops/cuda/shape.cu)
-// stop with a device-side trap, which surfaces as a CUDA error at the next synchronisation and
-// leaves the context unusable (PyTorch's device-side assert). No kernel ever reads out of
-// bounds.
+// without a copy and a synchronisation, so only the kernel sees them. A kernel that finds a bad
+// index never reads through it: it reports it (Note [Device-side error reports] in
+// core/cuda/device_errors.h), so the next synchronisation throws DeviceCheckError naming the op,
+// the index and its position, and it poisons what the index would have produced, in case the
+// result is used before that: embedding writes a row of NaN for it (0 in an integer table), and
+// embedding_backward (which scans every index anyway) writes NaN over its whole result. one_hot
+// (ops/cuda/shape.cu) and the losses' targets (Note [Out-of-range targets on the GPU] in
+// ops/cuda/loss.cu) follow the same rule. The CUDA context stays usable.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -33,6 +33,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.cuh"
 #include "ops/cuda/embedding.h"
 #include "ops/cuda/kernel_loop.cuh"
 
@@ -59,7 +60,6 @@ __device__ inline T bad_index_value() {
   if constexpr (std::is_floating_point_v<T>) {
     return quiet_nan<T>();
   } else {
-    __trap();
     return T{};
   }
 }
@@ -69,7 +69,7 @@ __global__ void gather_rows(const T* weight, std::int64_t rows, std::int64_t fea
                             std::int64_t row_stride, std::int64_t feature_stride,
                             const std::int64_t* indices,
                             const __grid_constant__ StridedLoop<1> loop, std::int64_t count,
-                            T* out) {
+                            T* out, const cuda_backend::DeviceErrorSite errors) {
   const std::int64_t total = count * features;
   for (std::int64_t k = first_index(); k < total; k += grid_step()) {
     const std::int64_t i = k / features;
@@ -77,8 +77,12 @@ __global__ void gather_rows(const T* weight, std::int64_t rows, std::int64_t fea
     std::int64_t offset[1];
     offsets_of<1>(loop, i, offset);
     const std::int64_t index = indices[offset[0]];
-    out[k] = index >= 0 && index < rows ? weight[index * row_stride + f * feature_stride]
-                                        : bad_index_value<T>();
+    if (index >= 0 && index < rows) {
+      out[k] = weight[index * row_stride + f * feature_stride];
+    } else {
+      out[k] = bad_index_value<T>();
+      if (f == 0) cuda_backend::report_bad_value(errors, index, i, rows);  // once per index
+    }
   }
 }
 
@@ -86,7 +90,8 @@ __global__ void gather_rows(const T* weight, std::int64_t rows, std::int64_t fea
 // features) and indices (count) contiguous.
 template <typename T>
 __global__ void scatter_rows(const T* grad, const std::int64_t* indices, std::int64_t count,
-                             std::int64_t rows, std::int64_t features, T* out) {
+                             std::int64_t rows, std::int64_t features, T* out,
+                             const cuda_backend::DeviceErrorSite errors) {
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     for (std::int64_t first_feature = 0; first_feature < features; first_feature += blockDim.x) {
@@ -99,7 +104,12 @@ __global__ void scatter_rows(const T* grad, const std::int64_t* indices, std::in
         const std::int64_t index = i < count ? indices[i] : 0;
         const bool present = i < count;
         unsigned matches = __ballot_sync(kFullMask, present && index == r);
-        bad |= __ballot_sync(kFullMask, present && (index < 0 || index >= rows)) != 0u;
+        const bool out_of_range = present && (index < 0 || index >= rows);
+        bad |= __ballot_sync(kFullMask, out_of_range) != 0u;
+        // Every block sees every index; the first row's first chunk reports each bad one once.
+        if (out_of_range && r == 0 && first_feature == 0 && threadIdx.x < kWarp) {
+          cuda_backend::report_bad_value(errors, index, i, rows);
+        }
         while (matches != 0u) {
           const int bit = __ffs(static_cast<int>(matches)) - 1;
           matches &= matches - 1u;
@@ -127,7 +137,8 @@ void launch_embedding(const OpCall& call, const Tensor& out) {
   gather_rows<T><<<blocks_for(count * features), kThreads, 0, stream>>>(
       static_cast<const T*>(weight.data_ptr()), weight.sizes()[0], features, weight.strides()[0],
       weight.strides()[1], static_cast<const std::int64_t*>(indices.data_ptr()), loop, count,
-      static_cast<T*>(out.data_ptr()));
+      static_cast<T*>(out.data_ptr()),
+      cuda_backend::device_error_site(out.device(), "embedding", "index", "0 <= index < {bound}"));
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -144,7 +155,9 @@ void launch_embedding_backward(const OpCall& call, const Tensor& out) {
       <<<static_cast<unsigned>(std::min(rows, kMaxBlocks)), kScatterThreads, 0, stream>>>(
           static_cast<const T*>(grad.data_ptr()),
           static_cast<const std::int64_t*>(indices.data_ptr()), indices.numel(), rows, features,
-          static_cast<T*>(out.data_ptr()));
+          static_cast<T*>(out.data_ptr()),
+          cuda_backend::device_error_site(out.device(), "embedding_backward", "index",
+                                          "0 <= index < {bound} (num_weights)"));
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

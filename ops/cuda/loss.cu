@@ -20,18 +20,19 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU kernels throw for a target that is neither ignore_index nor in [0, C). A CUDA kernel
 // cannot throw, and checking on the host would need a copy and a synchronisation (and is not
-// allowed while a graph captures). So on the GPU a bad target poisons the result instead: the
-// row's loss is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written.
-// The kernels never read scores[i, target] for such a target. NaN was chosen over a device-side
-// assert because it leaves the CUDA context usable and can be tested; a NaN loss is what a user
-// watching the loss sees first. The same rule holds for embedding's indices
-// (ops/cuda/embedding.cu).
+// allowed while a graph captures). So on the GPU a bad target is reported (Note [Device-side
+// error reports] in core/cuda/device_errors.h: the next synchronisation throws DeviceCheckError
+// naming the op, the target and its row) and poisons the result in the meantime: the row's loss
+// is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written. The kernels
+// never read scores[i, target] for such a target, and each kernel reports a bad row once. The
+// same rule holds for embedding's indices (ops/cuda/embedding.cu).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
 
@@ -90,10 +91,11 @@ struct LossArgs {
   std::int64_t rows, classes, row_stride, class_stride;
   const std::int64_t* targets;
   std::int64_t target_stride, ignore_index;
+  cuda_backend::DeviceErrorSite errors;  // where bad targets are reported
 };
 
 template <typename T>
-LossArgs<T> loss_args(const Tensor& scores, const Tensor& targets, std::int64_t ignore_index) {
+LossArgs<T> loss_args(const OpCall& call, const Tensor& scores, const Tensor& targets) {
   return {static_cast<const T*>(scores.data_ptr()),
           scores.size(0),
           scores.size(1),
@@ -101,7 +103,9 @@ LossArgs<T> loss_args(const Tensor& scores, const Tensor& targets, std::int64_t 
           scores.stride(1),
           static_cast<const std::int64_t*>(targets.data_ptr()),
           targets.stride(0),
-          ignore_index};
+          call.attributes.ints[0],
+          cuda_backend::device_error_site(scores.device(), op_name(call.kind).data(), "target",
+                                          "0 <= target < {bound} (the classes) or ignore_index")};
 }
 
 __device__ inline bool valid_target(std::int64_t target, std::int64_t classes) {
@@ -145,9 +149,12 @@ __global__ void cross_entropy_rows(const LossArgs<T> args, T* lse, double* row_l
       double loss = 0.0;  // ignored
       if (target != args.ignore_index) {
         // See Note [Out-of-range targets on the GPU].
-        loss = valid_target(target, args.classes)
-                   ? row_lse - static_cast<double>(row[target * args.class_stride])
-                   : __longlong_as_double(0x7ff8000000000000LL);
+        if (valid_target(target, args.classes)) {
+          loss = row_lse - static_cast<double>(row[target * args.class_stride]);
+        } else {
+          loss = __longlong_as_double(0x7ff8000000000000LL);
+          cuda_backend::report_bad_value(args.errors, target, i, args.classes);
+        }
       }
       row_loss[i] = loss;
     }
@@ -169,8 +176,9 @@ __global__ void mean_loss(const LossArgs<T> args, const double* row_loss, T* los
       total += row_loss[i];
     } else if (valid_target(target, args.classes)) {
       total -= static_cast<double>(args.scores[i * args.row_stride + target * args.class_stride]);
-    } else {
+    } else {  // nll_loss (cross_entropy_rows has reported it for cross_entropy)
       total += __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+      cuda_backend::report_bad_value(args.errors, target, i, args.classes);
     }
   }
   total = block_reduce(total, shared, Plus{});
@@ -203,6 +211,7 @@ __global__ void loss_gradient(const LossArgs<T> args, const T* lse, std::int64_t
     if (target != args.ignore_index) {
       if (!valid_target(target, args.classes)) {
         value = __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+        if (c == 0) cuda_backend::report_bad_value(args.errors, target, i, args.classes);
       } else if (lse == nullptr) {
         value = c == target ? -*scale : 0.0;
       } else {
@@ -222,7 +231,7 @@ cudaStream_t stream_of(const Tensor& out) {
 
 template <typename T>
 void launch_cross_entropy(const OpCall& call, const OpOutputs& outputs) {
-  const LossArgs<T> args = loss_args<T>(call.input(0), call.input(1), call.attributes.ints[0]);
+  const LossArgs<T> args = loss_args<T>(call, call.input(0), call.input(1));
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
   cudaStream_t stream = stream_of(outputs[0]);
@@ -251,7 +260,7 @@ void launch_cross_entropy(const OpCall& call, const OpOutputs& outputs) {
 
 template <typename T>
 void launch_nll_loss(const OpCall& call, const OpOutputs& outputs) {
-  const LossArgs<T> args = loss_args<T>(call.input(0), call.input(1), call.attributes.ints[0]);
+  const LossArgs<T> args = loss_args<T>(call, call.input(0), call.input(1));
   cuda_backend::DeviceGuard guard(outputs[0].device());
   mean_loss<T><<<1, kFinishThreads, 0, stream_of(outputs[0])>>>(
       args, nullptr, static_cast<T*>(outputs[0].data_ptr()));
@@ -261,7 +270,7 @@ void launch_nll_loss(const OpCall& call, const OpOutputs& outputs) {
 // Inputs: grad, scores, targets, and lse for cross_entropy_backward.
 template <typename T>
 void launch_loss_gradient(const OpCall& call, const Tensor& out) {
-  const LossArgs<T> args = loss_args<T>(call.input(1), call.input(2), call.attributes.ints[0]);
+  const LossArgs<T> args = loss_args<T>(call, call.input(1), call.input(2));
   const bool cross_entropy = call.kind == OpKind::CrossEntropyBackward;
   const T* lse = cross_entropy ? static_cast<const T*>(call.input(3).data_ptr()) : nullptr;
   const std::int64_t lse_stride = cross_entropy ? call.input(3).stride(0) : 0;

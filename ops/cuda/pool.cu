@@ -16,8 +16,8 @@
 // lowest lane of each group adds the group's values, in lane order, to its element. So each
 // element receives its grad values in the CPU's order (k ascending), with no atomics. For the
 // reference CNN (2 x 2 windows, stride 2) no two lanes collide and every lane writes.
-// An index outside [0, H * W) stops the kernel with a device-side trap after printing the bad
-// index (Note [Index checks during capture]: the host cannot read the indices without a sync).
+// An index outside [0, H * W) adds nothing and is reported (Note [Device-side error reports] in
+// core/cuda/device_errors.h; the host cannot read the indices without a sync).
 //
 // Index arithmetic is int32 when every offset fits, int64 otherwise.
 #include <cuda_runtime_api.h>
@@ -25,9 +25,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
 
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/pool.h"
 
@@ -169,7 +169,8 @@ constexpr int kWarpsPerBlock = kThreads / kWarp;
 template <typename T>
 __global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indices, T* grad_input,
                                          std::int64_t planes, std::int64_t plane_size,
-                                         std::int64_t pooled) {
+                                         std::int64_t pooled,
+                                         const cuda_backend::DeviceErrorSite errors) {
   __shared__ T staged[kWarpsPerBlock][kWarp];
   const int lane = static_cast<int>(threadIdx.x % kWarp);
   T* values = staged[threadIdx.x / kWarp];
@@ -184,18 +185,13 @@ __global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indi
       const std::int64_t k = base + lane;
       const bool active = k < pooled;
       const std::int64_t index = active ? plane_indices[k] : -1;
-      if (active && (index < 0 || index >= plane_size)) {
-        printf(
-            "max_pool2d_backward: index %lld at flat position %lld of the indices is out of "
-            "range for the input plane's H * W elements (expected 0 <= index < %lld)\n",
-            static_cast<long long>(index), static_cast<long long>(p * pooled + k),
-            static_cast<long long>(plane_size));
-        __trap();
-      }
+      const bool in_range = index >= 0 && index < plane_size;
+      if (active && !in_range) cuda_backend::report_bad_value(errors, index, p * pooled + k, plane_size);
       values[lane] = active ? plane_grad[k] : T(0);
+      // Lanes of one group share an index, so either all of a group or none of it is in range.
       const unsigned peers = __match_any_sync(0xffffffffu, static_cast<unsigned long long>(index));
       __syncwarp();
-      if (active && lane == __ffs(peers) - 1) {  // the group's lowest lane adds, in lane order
+      if (active && in_range && lane == __ffs(peers) - 1) {  // the lowest lane adds, in lane order
         T sum = out[index];
         for (unsigned rest = peers; rest != 0; rest &= rest - 1) sum += values[__ffs(rest) - 1];
         out[index] = sum;
@@ -316,7 +312,9 @@ void launch_max_backward(const OpCall& call, const Tensor& out) {
       std::min<std::int64_t>((planes + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks);
   max_pool_backward_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream_of(out)>>>(
       static_cast<const T*>(grad.data_ptr()), static_cast<const std::int64_t*>(indices.data_ptr()),
-      static_cast<T*>(out.data_ptr()), planes, plane_size, pooled);
+      static_cast<T*>(out.data_ptr()), planes, plane_size, pooled,
+      cuda_backend::device_error_site(out.device(), "max_pool2d_backward", "index",
+                                      "0 <= index < {bound} (the input plane's H * W)"));
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

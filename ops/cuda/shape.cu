@@ -6,14 +6,15 @@
 //     their size (1, 4 or 8 bytes), and the dropped ones written as 0 (all bits zero is 0 in
 //     every dtype).
 //   one_hot: one thread per output element, out[n, c] = (c == indices[n]). An index outside
-//     [0, num_classes) stops the kernel with a device-side trap: see Note [Out-of-range indices
-//     on the GPU] in ops/cuda/embedding.cu.
+//     [0, num_classes) gives a row of zeros and is reported: see Note [Out-of-range indices on
+//     the GPU] in ops/cuda/embedding.cu.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 #include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
+#include "core/cuda/device_errors.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/shape.h"
 
@@ -44,7 +45,8 @@ __global__ void triangle_elements(const Bits* x, Bits* out,
 
 __global__ void one_hot_elements(const std::int64_t* indices,
                                  const __grid_constant__ StridedLoop<1> loop, std::int64_t count,
-                                 std::int64_t classes, std::int64_t* out) {
+                                 std::int64_t classes, std::int64_t* out,
+                                 const cuda_backend::DeviceErrorSite errors) {
   const std::int64_t total = count * classes;
   for (std::int64_t k = first_index(); k < total; k += grid_step()) {
     const std::int64_t i = k / classes;
@@ -52,7 +54,9 @@ __global__ void one_hot_elements(const std::int64_t* indices,
     std::int64_t offset[1];
     offsets_of<1>(loop, i, offset);
     const std::int64_t index = indices[offset[0]];
-    if (index < 0 || index >= classes) __trap();  // See Note [Out-of-range indices on the GPU].
+    if (index < 0 || index >= classes) {  // See Note [Out-of-range indices on the GPU].
+      if (c == 0) cuda_backend::report_bad_value(errors, index, i, classes);  // once per index
+    }
     out[k] = c == index ? 1 : 0;
   }
 }
@@ -118,7 +122,9 @@ void one_hot(const OpCall& call, const OpOutputs& outputs) {
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(indices.device()));
   one_hot_elements<<<blocks_for(count * classes), kThreads, 0, stream>>>(
       static_cast<const std::int64_t*>(indices.data_ptr()), loop, count, classes,
-      static_cast<std::int64_t*>(outputs[0].data_ptr()));
+      static_cast<std::int64_t*>(outputs[0].data_ptr()),
+      cuda_backend::device_error_site(outputs[0].device(), "one_hot", "index",
+                                      "0 <= index < {bound} (num_classes)"));
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

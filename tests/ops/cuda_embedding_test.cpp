@@ -1,9 +1,9 @@
 // Parity of the CUDA embedding and embedding_backward kernels (ops/cuda/embedding.cu) with the
 // CPU kernels (ops/cpu/embedding.cpp), the reference: contiguous, transposed and strided tables,
 // indices of several shapes (0-d, empty, strided, the GPT batch of 2048), heavily repeated
-// indices in the gradient, integer tables; and out-of-range indices, which give NaN on the GPU
-// (Note [Out-of-range indices on the GPU]). Every test skips without a CUDA device (CTest label
-// `gpu`).
+// indices in the gradient, integer tables; and out-of-range indices, which are reported at the
+// next synchronisation and give NaN in the meantime (Note [Out-of-range indices on the GPU]; more
+// in cuda_device_errors_test.cpp). Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,19 +93,24 @@ TEST(CudaEmbeddingTest, GatherAndGradientMatchTheCpu) {
   }
 }
 
-// The CPU throws for an index outside [0, rows); the GPU cannot: the gather writes a NaN row for
-// it, and the gradient is NaN everywhere. See Note [Out-of-range indices on the GPU].
-TEST(CudaEmbeddingTest, OutOfRangeIndicesGiveNaN) {
+// The CPU throws for an index outside [0, rows); the GPU reports it at the next synchronisation,
+// and until then the gather's row for it is NaN and the gradient is NaN everywhere. See Note
+// [Out-of-range indices on the GPU].
+TEST(CudaEmbeddingTest, OutOfRangeIndicesGiveNaNAndAreReported) {
   SKIP_WITHOUT_GPU();
   const Tensor weight = testing::random_tensor({4, 3}, DType::Float32, -1.0, 1.0, 3).to(kGpu);
   for (std::int64_t bad : {std::int64_t{4}, std::int64_t{-1}, std::int64_t{1} << 40}) {
     const Tensor indices = from_vector(std::vector<std::int64_t>{0, bad, 3}).to(kGpu);
-    const std::vector<double> gathered = testing::elements(embedding(weight, indices).to(kCPU));
+    const Tensor gathered_on_gpu = embedding(weight, indices);
+    EXPECT_THROW(synchronize(current_stream(kGpu)), DeviceCheckError) << "index " << bad;
+    const std::vector<double> gathered = testing::elements(gathered_on_gpu.to(kCPU));
     for (std::size_t i = 0; i < gathered.size(); ++i) {
       EXPECT_EQ(std::isnan(gathered[i]), i / 3 == 1) << "index " << bad << " element " << i;
     }
     const Tensor grad = testing::random_tensor({3, 3}, DType::Float32, -1.0, 1.0, 4).to(kGpu);
-    for (double value : testing::elements(embedding_backward(grad, indices, 4).to(kCPU))) {
+    const Tensor grad_weight = embedding_backward(grad, indices, 4);
+    EXPECT_THROW(synchronize(current_stream(kGpu)), DeviceCheckError) << "index " << bad;
+    for (double value : testing::elements(grad_weight.to(kCPU))) {
       EXPECT_TRUE(std::isnan(value)) << "index " << bad;
     }
   }

@@ -2,8 +2,8 @@
 // ops/cpu/softmax_backward.cpp), the reference: cross_entropy, nll_loss and their gradients on
 // the same values and layouts on both devices: contiguous, transposed and strided scores,
 // strided targets, ignored rows (none, some, all), rows longer than a warp's share (block rows),
-// the GPT and MLP shapes, empty batches; out-of-range targets (NaN on the GPU, see Note
-// [Out-of-range targets on the GPU]); and one capture and replay of cross_entropy with its
+// the GPT and MLP shapes, empty batches; out-of-range targets (reported at the next
+// synchronisation and NaN until then, see Note [Out-of-range targets on the GPU]); and one capture and replay of cross_entropy with its
 // gradient. Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
@@ -161,20 +161,29 @@ TEST(CudaLossTest, StridedTargetsOnTheGpu) {
                 "cross_entropy_backward, strided targets on the GPU");
 }
 
-// The CPU throws for a target outside [0, C); the GPU cannot, and gives NaN instead: the loss is
-// NaN and the bad row's gradient is NaN, the other rows' gradients stay finite. See Note
-// [Out-of-range targets on the GPU].
-TEST(CudaLossTest, OutOfRangeTargetsGiveNaN) {
+// The CPU throws for a target outside [0, C); the GPU reports it at the next synchronisation,
+// and until then the loss is NaN and the bad row's gradient is NaN, the other rows' gradients
+// stay finite. See Note [Out-of-range targets on the GPU].
+TEST(CudaLossTest, OutOfRangeTargetsGiveNaNAndAreReported) {
   SKIP_WITHOUT_GPU();
   const Tensor scores = testing::random_tensor({4, 5}, DType::Float32, -2.0, 2.0, 5).to(kGpu);
+  const Stream stream = current_stream(kGpu);
   for (std::int64_t bad : {std::int64_t{5}, std::int64_t{-3}, std::int64_t{1} << 40}) {
     const Tensor targets = from_vector(std::vector<std::int64_t>{0, bad, 4, 2}).to(kGpu);
-    EXPECT_TRUE(std::isnan(cross_entropy(scores, targets).to(kCPU).item<float>())) << bad;
-    EXPECT_TRUE(std::isnan(nll_loss(scores, targets).to(kCPU).item<float>())) << bad;
     const Tensor grad = full({}, 1.0, TensorOptions(kGpu).dtype(DType::Float32));
     const Tensor lse = row_lse(scores.to(kCPU)).to(kGpu);
-    for (const Tensor& g : {cross_entropy_backward(grad, scores, targets, lse),
-                            nll_loss_backward(grad, scores, targets)}) {
+    using Loss = std::function<Tensor()>;
+    for (const Loss& loss : {Loss([&] { return cross_entropy(scores, targets); }),
+                             Loss([&] { return nll_loss(scores, targets); })}) {
+      const Tensor value = loss();
+      EXPECT_THROW(synchronize(stream), DeviceCheckError) << bad;
+      EXPECT_TRUE(std::isnan(value.to(kCPU).item<float>())) << bad;
+    }
+    for (const Loss& gradient :
+         {Loss([&] { return cross_entropy_backward(grad, scores, targets, lse); }),
+          Loss([&] { return nll_loss_backward(grad, scores, targets); })}) {
+      const Tensor g = gradient();
+      EXPECT_THROW(synchronize(stream), DeviceCheckError) << bad;
       const std::vector<double> values = testing::elements(g.to(kCPU));
       for (std::size_t i = 0; i < values.size(); ++i) {
         EXPECT_EQ(std::isnan(values[i]), i / 5 == 1) << "target " << bad << " element " << i;
