@@ -23,7 +23,9 @@
 //   Host time per call (medians of 5): linear 9.4 us, matmul 9.4 us; in one run, the bare
 //   cublasLtMatmul of the same product 8.3 us and an elementwise add (dispatch + allocation +
 //   one launch) 3.6 us. So grove adds about 1 us to a linear call and cuBLASLt's own host path
-//   is the bulk: an eager MLP step of ~9 GEMMs spends ~85 us in them.
+//   is the bulk: an eager MLP step of ~9 GEMMs spends ~85 us in them. A second machine
+//   (2026-11-22): linear 10.2 us, matmul 10.6, bare cublasLtMatmul 9.4, and the legacy
+//   cublasSgemm of the same product (no bias) 10.4 us, so the legacy API is no cheaper to call.
 // Run: ./build/bench/cuda_matmul_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
