@@ -94,9 +94,12 @@ bool skip_without_gpu(benchmark::State& state) {
 enum Op { kForward, kBackwardInput, kBackwardWeight };
 
 // Args: op, in channels, height (= width), out channels, TF32 (0 or 1), graph (0 or 1); batch
-// 128, 3x3, pad 1.
-void BM_CudaConv2d(benchmark::State& state) {
+// 128, 3x3, pad 1. `measure`: benchmark mode (ops/conv.h), cuDNN's algorithms timed on the
+// first call instead of its heuristics' pick.
+void run_conv(benchmark::State& state, bool measure) {
   if (skip_without_gpu(state)) return;
+  const bool saved_benchmark = grove::ops::conv_benchmark();
+  grove::ops::set_conv_benchmark(measure);
   const auto op = static_cast<Op>(state.range(0));
   const std::int64_t batch = 128, channels = state.range(1), size = state.range(2),
                      out_channels = state.range(3);
@@ -125,13 +128,27 @@ void BM_CudaConv2d(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data_ptr());
   });
   grove::ops::set_allow_tf32(saved);
+  grove::ops::set_conv_benchmark(saved_benchmark);
   const double flops = 2.0 * static_cast<double>(batch * out_channels * size * size * channels * 9);
   state.counters["TFLOP/s"] = flops / per_call / 1e12;
+}
+void BM_CudaConv2d(benchmark::State& state) {
+  run_conv(state, false);
 }
 BENCHMARK(BM_CudaConv2d)
     ->ArgNames({"op", "C", "HW", "O", "tf32", "graph"})
     ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {1}, {28}, {32}, {0, 1}, {0, 1}})
     ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {32}, {14}, {64}, {0, 1}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+void BM_CudaConv2dBenchmarkMode(benchmark::State& state) {
+  run_conv(state, true);
+}
+BENCHMARK(BM_CudaConv2dBenchmarkMode)
+    ->ArgNames({"op", "C", "HW", "O", "tf32", "graph"})
+    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {1}, {28}, {32}, {0}, {0, 1}})
+    ->ArgsProduct({{kForward, kBackwardInput, kBackwardWeight}, {32}, {14}, {64}, {0}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -86,11 +86,13 @@ bool is_capturing(Stream stream) {
   return capture_backend_for(stream.device).is_capturing(stream);
 }
 
-void check_not_capturing(Device device, const char* what) {
-  Stream stream = current_stream(device);
+bool host_sync_allowed(Device device) {
   CaptureBackend& backend = capture_backend_for(device);
-  const bool capturing = backend.is_capturing(stream) || backend.this_thread_is_capturing();
-  GROVE_CHECK(!capturing, "operation not permitted when stream is capturing: ", what,
+  return !backend.is_capturing(current_stream(device)) && !backend.this_thread_is_capturing();
+}
+
+void check_not_capturing(Device device, const char* what) {
+  GROVE_CHECK(host_sync_allowed(device), "operation not permitted when stream is capturing: ", what,
               " reads tensor data on the host or synchronises, but this thread is capturing a "
               "graph on ",
               device,

@@ -70,6 +70,9 @@ void wait_stream(Stream waiter, Stream producer);
 
 // True while `stream` is being captured into a DeviceGraph.
 bool is_capturing(Stream stream);
+// False while the current stream of `device` is capturing, or this thread is capturing on any
+// stream: then a host synchronisation would break the capture.
+bool host_sync_allowed(Device device);
 // Throws, in the words CUDA uses, if the current stream of `device` (or any stream this thread
 // is capturing on) is capturing: `what` names the operation, e.g. "item()".
 void check_not_capturing(Device device, const char* what);

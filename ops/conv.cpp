@@ -3,6 +3,7 @@
 // and ops/cpu/conv_backward.cpp.
 #include "ops/conv.h"
 
+#include <atomic>
 #include <utility>
 
 #include "ops/cpu/conv.h"
@@ -184,7 +185,16 @@ OpAttributes conv_attributes(const OpEntry& entry, IntArrayRef stride, IntArrayR
   return attributes;
 }
 
+std::atomic<bool> g_conv_benchmark{false};
+
 }  // namespace
+
+void set_conv_benchmark(bool on) {
+  g_conv_benchmark.store(on, std::memory_order_relaxed);
+}
+bool conv_benchmark() {
+  return g_conv_benchmark.load(std::memory_order_relaxed);
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               IntArrayRef padding, IntArrayRef dilation, std::int64_t groups) {

@@ -1,5 +1,6 @@
 // 2-d convolution (cross-correlation, as in PyTorch): conv2d, and its gradients. Each returns a
-// new contiguous tensor on the input's device; none synchronises the host.
+// new contiguous tensor on the input's device; none synchronises the host, unless
+// set_conv_benchmark(true) (below) is on: then the first call of each shape does, once.
 //
 // Dimension letters: N batch, C input channels, H x W input plane, O output channels,
 // kH x kW kernel, Ho x Wo output plane, G groups.
@@ -37,5 +38,15 @@ Tensor conv2d_backward_input(const Tensor& grad, const Tensor& weight, IntArrayR
 Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& input, IntArrayRef weight_sizes,
                               IntArrayRef stride = {1, 1}, IntArrayRef padding = {0, 0},
                               IntArrayRef dilation = {1, 1}, std::int64_t groups = 1);
+
+// Benchmark mode for CUDA convolutions (like torch.backends.cudnn.benchmark): off by default, so
+// cuDNN's heuristics pick each shape's algorithm without running anything. When on, the first
+// call of each shape (per direction, dtype and TF32 setting) that is not inside a capture times
+// cuDNN's algorithms on that call's own buffers, which synchronises the host once, and keeps the
+// fastest deterministic one that obeys the TF32 switch. A capture uses the measured plan of an
+// earlier eager call of the shape (the usual warm-up), or else the heuristics' choice. See Note [cuDNN convolution plans] in
+// ops/cuda/conv.cpp. CPU convolutions ignore it. Thread-safe.
+void set_conv_benchmark(bool on);
+bool conv_benchmark();
 
 }  // namespace grove::ops

@@ -10,10 +10,16 @@
 // device, input sizes, weight sizes, stride, padding, dilation, groups), made on first use and
 // kept for the process's life (a program sees few conv shapes), in one map behind a mutex; a
 // plan is read-only once made, so threads share it (each with its own handle).
-// - The algorithm comes from cuDNN's heuristics (cudnnGet*Algorithm_v7), not cudnnFind*Ex: Find
-//   runs and times every algorithm on real buffers and synchronises the host, which kernels must
-//   not do and a capture forbids, while the heuristics are host-only queries, so a plan can be
-//   made even while a graph captures. Of the ranked candidates that cuDNN supports, the first
+// - By default the algorithm comes from cuDNN's heuristics (cudnnGet*Algorithm_v7): host-only
+//   queries, so a plan can be made even while a graph captures, and no op synchronises the host.
+//   Benchmark mode (set_conv_benchmark in ops/conv.h) uses cudnnFind*AlgorithmEx instead, which
+//   runs and times the algorithms on the call's own buffers (it writes only the output, which the
+//   call then writes for real) with a 256 MiB scratch workspace, and synchronises the host. It
+//   is only done where a synchronisation is allowed (host_sync_allowed: not while this thread
+//   captures): a call inside a capture uses the shape's measured plan if an earlier call made
+//   one (the usual case: warm-up runs eagerly), else the heuristic plan; a later call outside a
+//   capture measures. Measured and heuristic plans have separate keys. In both cases the candidates are
+//   ranked (by cuDNN's estimate or by measured time), and of those cuDNN supports the first
 //   deterministic one is taken (same bits on every run): every forward algorithm is, while
 //   backward data's ALGO_0 and backward filter's ALGO_0 and ALGO_3 add with atomics and are
 //   passed over when a deterministic candidate exists (otherwise the best one is used).
@@ -36,6 +42,8 @@
 #include <mutex>
 
 #include "core/cuda/cuda_device.h"
+#include "core/stream.h"
+#include "ops/conv.h"
 #include "ops/cuda/cudnn_handle.h"
 #include "ops/precision.h"
 
@@ -46,11 +54,21 @@ enum class Direction : std::int64_t { Forward, BackwardData, BackwardFilter };
 
 // The largest workspace an algorithm may ask for; larger ones are passed over.
 constexpr std::size_t kMaxWorkspaceBytes = std::size_t{1} << 30;
+// The scratch workspace benchmark mode offers cuDNN's Find; algorithms needing more are skipped.
+constexpr std::size_t kFindWorkspaceBytes = std::size_t{256} << 20;
 // More than any cuDNN 9 direction has algorithms (forward: 8, data: 6, filter: 7).
 constexpr int kMaxAlgorithms = 16;
 
-// (direction, dtype, tf32, device), input (4), weight (4), geometry (7).
-using PlanKey = std::array<std::int64_t, 19>;
+// (direction, dtype, tf32, device, measured), input (4), weight (4), geometry (7).
+using PlanKey = std::array<std::int64_t, 20>;
+
+// One call's device buffers, for benchmark mode's Find: x, w, y of the forward; for backward
+// data w, dy and dx (written); for backward filter x, dy and dw (written).
+struct CallBuffers {
+  const void* first;
+  const void* second;
+  void* written;
+};
 
 struct ConvPlan {
   cudnnTensorDescriptor_t input = nullptr;   // x or dx: (N, C, H, W)
@@ -133,6 +151,43 @@ int heuristic_candidates(cudnnHandle_t handle, Direction direction, const ConvPl
   return 0;
 }
 
+// Candidates of one direction ranked by measured time: cudnnFind*AlgorithmEx on the call's
+// buffers. Synchronises the host; see Note [cuDNN convolution plans].
+int measured_candidates(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
+                        const CallBuffers& buffers, Device device, Candidate* candidates) {
+  const Tensor scratch = empty({static_cast<std::int64_t>(kFindWorkspaceBytes)},
+                               TensorOptions(DType::Bool).device(device));
+  void* space = scratch.data_ptr();
+  int returned = 0;
+  switch (direction) {
+    case Direction::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
+          handle, plan.input, buffers.first, plan.weight, buffers.second, plan.convolution,
+          plan.output, buffers.written, kMaxAlgorithms, &returned, perf, space,
+          kFindWorkspaceBytes));
+      return collect(perf, returned, candidates);
+    }
+    case Direction::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+          handle, plan.weight, buffers.first, plan.output, buffers.second, plan.convolution,
+          plan.input, buffers.written, kMaxAlgorithms, &returned, perf, space,
+          kFindWorkspaceBytes));
+      return collect(perf, returned, candidates);
+    }
+    case Direction::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgorithms];
+      GROVE_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          handle, plan.input, buffers.first, plan.output, buffers.second, plan.convolution,
+          plan.weight, buffers.written, kMaxAlgorithms, &returned, perf, space,
+          kFindWorkspaceBytes));
+      return collect(perf, returned, candidates);
+    }
+  }
+  return 0;
+}
+
 // The workspace `algorithm` needs, or an error status if cuDNN does not support it here.
 cudnnStatus_t workspace_size(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
                              int algorithm, std::size_t* bytes) {
@@ -153,9 +208,11 @@ cudnnStatus_t workspace_size(cudnnHandle_t handle, Direction direction, const Co
   return CUDNN_STATUS_BAD_PARAM;
 }
 
+// measure: the call's buffers for benchmark mode's Find, or null for the heuristics.
 std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, DType dtype,
                                     bool tf32, IntArrayRef input, IntArrayRef weight,
-                                    IntArrayRef output, IntArrayRef geometry, const char* op) {
+                                    IntArrayRef output, IntArrayRef geometry,
+                                    const CallBuffers* measure, Device device, const char* op) {
   auto plan = std::make_unique<ConvPlan>();
   plan->input = tensor_descriptor(dtype, input, op);
   plan->output = tensor_descriptor(dtype, output, op);
@@ -186,7 +243,10 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
       "] differs from ", output);
 
   Candidate candidates[kMaxAlgorithms];
-  const int count = heuristic_candidates(handle, direction, *plan, candidates);
+  const int count =
+      measure != nullptr
+          ? measured_candidates(handle, direction, *plan, *measure, device, candidates)
+          : heuristic_candidates(handle, direction, *plan, candidates);
   // Deterministic candidates first (pass 0), then any (pass 1); in cuDNN's rank order.
   for (int pass = 0; pass < 2; ++pass) {
     for (int i = 0; i < count; ++i) {
@@ -206,30 +266,46 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
     }
   }
   GROVE_CHECK(false, op, " on CUDA: cuDNN offers no algorithm for input ", input, ", weight ",
-              weight, ", output ", output, " (", count, " heuristic candidates, none usable)");
+              weight, ", output ", output, " (", count, measure != nullptr ? " measured" : " heuristic",
+              " candidates, none usable)");
   return nullptr;
 }
 
-// The plan of one convolution, made on first use; see Note [cuDNN convolution plans].
+// The plan of one convolution, made on first use; see Note [cuDNN convolution plans]. `buffers`
+// are the call's, for benchmark mode.
 const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype, Device device,
                           IntArrayRef input, IntArrayRef weight, IntArrayRef output,
-                          IntArrayRef geometry, const char* op) {
+                          IntArrayRef geometry, const CallBuffers& buffers, const char* op) {
   const bool tf32 = dtype == DType::Float32 && allow_tf32();
   PlanKey key{static_cast<std::int64_t>(direction), static_cast<std::int64_t>(dtype), tf32,
-              device.index};
+              device.index, 0};
   for (std::size_t i = 0; i < 4; ++i) {
-    key[4 + i] = input[i];
-    key[8 + i] = weight[i];
+    key[5 + i] = input[i];
+    key[9 + i] = weight[i];
   }
-  for (std::size_t i = 0; i < 7; ++i) key[12 + i] = geometry[i];
+  for (std::size_t i = 0; i < 7; ++i) key[13 + i] = geometry[i];
   static std::mutex mutex;
   static std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;  // never freed: see the Note
   const std::lock_guard<std::mutex> lock(mutex);
+  if (conv_benchmark()) {
+    PlanKey measured_key = key;
+    measured_key[4] = 1;
+    const auto found = plans.find(measured_key);
+    if (found != plans.end()) return *found->second;
+    if (host_sync_allowed(device)) {
+      std::unique_ptr<ConvPlan>& plan = plans[measured_key];
+      plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, &buffers,
+                       device, op);
+      return *plan;
+    }
+    // Inside a capture, and never measured: the heuristic plan below.
+  }
   std::unique_ptr<ConvPlan>& plan = plans[key];
   if (plan == nullptr) {
     // Heuristic queries may touch the runtime; relaxed mode lets them run during a capture.
     const cuda_backend::RelaxedCaptureModeGuard relaxed;
-    plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, op);
+    plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, nullptr,
+                     device, op);
   }
   return *plan;
 }
@@ -302,8 +378,10 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
     return;
   }
   const Tensor weight = call.input(1).contiguous();
-  const ConvPlan& plan = find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(),
-                                   weight.sizes(), out.sizes(), call.attributes.ints, "conv2d");
+  const ConvPlan& plan =
+      find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
+                out.sizes(), call.attributes.ints,
+                {input.data_ptr(), weight.data_ptr(), out.data_ptr()}, "conv2d");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(cudnnConvolutionForward(
       handle, scale.one(), plan.input, input.data_ptr(), plan.weight, weight.data_ptr(),
@@ -330,7 +408,8 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   const Tensor weight = call.input(1).contiguous();
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
-                grad.sizes(), backward_geometry(call), "conv2d_backward_input");
+                grad.sizes(), backward_geometry(call),
+                {weight.data_ptr(), grad.data_ptr(), out.data_ptr()}, "conv2d_backward_input");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(cudnnConvolutionBackwardData(
       handle, scale.one(), plan.weight, weight.data_ptr(), plan.output, grad.data_ptr(),
@@ -354,7 +433,8 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   const Tensor grad = call.input(0).contiguous();
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
-                grad.sizes(), backward_geometry(call), "conv2d_backward_weight");
+                grad.sizes(), backward_geometry(call),
+                {input.data_ptr(), grad.data_ptr(), out.data_ptr()}, "conv2d_backward_weight");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
       handle, scale.one(), plan.input, input.data_ptr(), plan.output, grad.data_ptr(),

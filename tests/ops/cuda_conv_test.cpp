@@ -151,8 +151,7 @@ struct Tf32Guard {
 // below would lose 2.4e-4 of their value. With the switch off all three ops must be exact (the
 // sums, at most 144 (1 + 2^-12), need 20 significant bits). With it on they must still be
 // within TF32's rounding (3e-4), whether or not cuDNN picks tensor-core kernels.
-TEST(CudaConvTest, Float32UsesNoTf32WhileTheSwitchIsOff) {
-  SKIP_WITHOUT_GPU();
+void expect_no_tf32_while_the_switch_is_off() {
   const Tf32Guard restore;
   const double value = 1.0 + std::ldexp(1.0, -12);
   const TensorOptions gpu_float = TensorOptions(DType::Float32).device(kGpu);
@@ -176,6 +175,78 @@ TEST(CudaConvTest, Float32UsesNoTf32WhileTheSwitchIsOff) {
                           std::vector<double>(8 * 16 * 9, 32 * value), rtol, 0.0,
                           "conv2d_backward_weight" + mode);
   }
+}
+
+TEST(CudaConvTest, Float32UsesNoTf32WhileTheSwitchIsOff) {
+  SKIP_WITHOUT_GPU();
+  expect_no_tf32_while_the_switch_is_off();
+}
+
+// Restores the benchmark switch when the test ends.
+struct ConvBenchmarkGuard {
+  bool saved = conv_benchmark();
+  explicit ConvBenchmarkGuard(bool on) { set_conv_benchmark(on); }
+  ~ConvBenchmarkGuard() { set_conv_benchmark(saved); }
+};
+
+// Benchmark mode measures cuDNN's algorithms on the first call of each shape (new shapes here:
+// other batch sizes than the tests above) and may pick others than the heuristics: the results
+// must still match the CPU, be the same bits on every call, and use no TF32 while it is off.
+TEST(CudaConvTest, BenchmarkModeMatchesTheCpuIsDeterministicAndKeepsTf32Off) {
+  SKIP_WITHOUT_GPU();
+  const ConvBenchmarkGuard benchmark(true);
+  unsigned seed = 100;
+  for (ConvCase c : conv_cases()) {
+    c.input[0] += 1;  // shapes no earlier test made a plan for
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      check_case(
+          c, dtype, seed, [](const Tensor& t) { return t; }, "contiguous, benchmark mode");
+      seed += 4;
+    }
+  }
+  // Deterministic: the measured plans must not add with atomics in a varying order.
+  const Tensor input = random_quarters({128, 32, 14, 14}, DType::Float32, 1).to(kGpu);
+  const Tensor weight = random_quarters({64, 32, 3, 3}, DType::Float32, 2).to(kGpu);
+  const Tensor grad = random_quarters({128, 64, 14, 14}, DType::Float32, 3).to(kGpu);
+  const DimVector one{1, 1};
+  const Tensor grad_input = conv2d_backward_input(grad, weight, input.sizes(), one, one).to(kCPU);
+  const Tensor grad_weight = conv2d_backward_weight(grad, input, weight.sizes(), one, one).to(kCPU);
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    EXPECT_EQ(testing::elements(conv2d_backward_input(grad, weight, input.sizes(), one, one)
+                                    .to(kCPU)),
+              testing::elements(grad_input));
+    EXPECT_EQ(testing::elements(conv2d_backward_weight(grad, input, weight.sizes(), one, one)
+                                    .to(kCPU)),
+              testing::elements(grad_weight));
+  }
+  expect_no_tf32_while_the_switch_is_off();
+}
+
+// In benchmark mode, a shape measured eagerly is captured with its measured plan, and a shape
+// first seen inside the capture gets the heuristic plan there (measuring would synchronise and
+// break the capture); both replay correctly.
+TEST(CudaConvTest, BenchmarkModeCapturesMeasuredAndUnmeasuredShapes) {
+  SKIP_WITHOUT_GPU();
+  const ConvBenchmarkGuard benchmark(true);
+  const Stream stream = new_stream(kGpu);
+  StreamGuard guard(stream);
+  const Tensor input = random_quarters({5, 3, 9, 9}, DType::Float32, 11);
+  const Tensor weight = random_quarters({4, 3, 3, 3}, DType::Float32, 12);
+  const Tensor input2 = random_quarters({3, 2, 7, 8}, DType::Float32, 13);
+  const Tensor weight2 = random_quarters({6, 2, 3, 3}, DType::Float32, 14);
+  const Tensor gpu_input = input.to(kGpu), gpu_weight = weight.to(kGpu);
+  const Tensor gpu_input2 = input2.to(kGpu), gpu_weight2 = weight2.to(kGpu);
+  (void)conv2d(gpu_input, gpu_weight, {}, {1, 1}, {1, 1});  // measured eagerly
+  synchronize(stream);
+  DeviceGraph graph(kGpu);
+  graph.begin_capture(stream);
+  const Tensor measured = conv2d(gpu_input, gpu_weight, {}, {1, 1}, {1, 1});
+  const Tensor unmeasured = conv2d(gpu_input2, gpu_weight2, {}, {1, 1}, {1, 1});
+  graph.end_capture();
+  graph.replay();
+  expect_parity(conv2d(input, weight, {}, {1, 1}, {1, 1}), measured, "measured shape, replay");
+  expect_parity(conv2d(input2, weight2, {}, {1, 1}, {1, 1}), unmeasured,
+                "unmeasured shape, replay");
 }
 
 // Plans for a new shape are made while the graph captures (heuristics only, no Find); the
