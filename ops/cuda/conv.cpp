@@ -10,19 +10,22 @@
 // device, input sizes, weight sizes, stride, padding, dilation, groups), made on first use and
 // kept for the process's life (a program sees few conv shapes), in one map behind a mutex; a
 // plan is read-only once made, so threads share it (each with its own handle).
-// - By default the algorithm comes from cuDNN's heuristics (cudnnGet*Algorithm_v7): host-only
-//   queries, so a plan can be made even while a graph captures, and no op synchronises the host.
-//   Benchmark mode (set_conv_benchmark in ops/conv.h) uses cudnnFind*AlgorithmEx instead, which
-//   runs and times the algorithms on the call's own buffers (it writes only the output, which the
-//   call then writes for real) with a 256 MiB scratch workspace, and synchronises the host. It
-//   is only done where a synchronisation is allowed (host_sync_allowed: not while this thread
-//   captures): a call inside a capture uses the shape's measured plan if an earlier call made
-//   one (the usual case: warm-up runs eagerly), else the heuristic plan; a later call outside a
-//   capture measures. Measured and heuristic plans have separate keys. In both cases the candidates are
-//   ranked (by cuDNN's estimate or by measured time), and of those cuDNN supports the first
-//   deterministic one is taken (same bits on every run): every forward algorithm is, while
-//   backward data's ALGO_0 and backward filter's ALGO_0 and ALGO_3 add with atomics and are
-//   passed over when a deterministic candidate exists (otherwise the best one is used).
+// - The candidates are cuDNN's heuristics (cudnnGet*Algorithm_v7): host-only queries, so a plan
+//   can be made even while a graph captures. Of those cuDNN supports for the shape (its
+//   workspace query succeeds, at most 1 GiB), deterministic ones are kept (same bits on every
+//   run): every forward algorithm is, while backward data's ALGO_0 and backward filter's ALGO_0
+//   and ALGO_3 add with atomics and are dropped when a deterministic candidate exists (otherwise
+//   all are kept).
+// - By default the first kept candidate (the heuristics' rank) is the plan's: no op ever
+//   synchronises the host. Benchmark mode (set_conv_benchmark in ops/conv.h) times every kept
+//   candidate instead, on the call's own buffers (one warm-up run, then five between two CUDA
+//   events; only the output, which the call then writes for real, is touched), and takes the
+//   fastest. That synchronises the host, so it is only done where that is allowed
+//   (host_sync_allowed: not while this thread captures). A call inside a capture uses the shape's
+//   measured plan if an earlier eager call made one (the usual warm-up), else the heuristic
+//   plan; measured and heuristic plans have separate keys. cuDNN's own cudnnFind*AlgorithmEx was
+//   tried first and rejected: its single timed run per algorithm picked forward algorithms that
+//   were 25-30% slower than the heuristics' pick at the CNN's shapes.
 // - TF32 (ops/precision.h): with the switch off (the default), float32 convolutions get
 //   CUDNN_FMA_MATH, which restricts cuDNN to kernels with plain float32 FMAs; cuDNN 9's default
 //   math type would allow TF32 tensor cores on Ampere and newer. With it on, CUDNN_DEFAULT_MATH
@@ -37,9 +40,11 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/cuda/cuda_device.h"
 #include "core/stream.h"
@@ -54,16 +59,14 @@ enum class Direction : std::int64_t { Forward, BackwardData, BackwardFilter };
 
 // The largest workspace an algorithm may ask for; larger ones are passed over.
 constexpr std::size_t kMaxWorkspaceBytes = std::size_t{1} << 30;
-// The scratch workspace benchmark mode offers cuDNN's Find; algorithms needing more are skipped.
-constexpr std::size_t kFindWorkspaceBytes = std::size_t{256} << 20;
 // More than any cuDNN 9 direction has algorithms (forward: 8, data: 6, filter: 7).
 constexpr int kMaxAlgorithms = 16;
 
 // (direction, dtype, tf32, device, measured), input (4), weight (4), geometry (7).
 using PlanKey = std::array<std::int64_t, 20>;
 
-// One call's device buffers, for benchmark mode's Find: x, w, y of the forward; for backward
-// data w, dy and dx (written); for backward filter x, dy and dw (written).
+// One call's device buffers: x, w and y (written) of the forward; for backward data w, dy and dx
+// (written); for backward filter x, dy and dw (written).
 struct CallBuffers {
   const void* first;
   const void* second;
@@ -151,43 +154,6 @@ int heuristic_candidates(cudnnHandle_t handle, Direction direction, const ConvPl
   return 0;
 }
 
-// Candidates of one direction ranked by measured time: cudnnFind*AlgorithmEx on the call's
-// buffers. Synchronises the host; see Note [cuDNN convolution plans].
-int measured_candidates(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
-                        const CallBuffers& buffers, Device device, Candidate* candidates) {
-  const Tensor scratch = empty({static_cast<std::int64_t>(kFindWorkspaceBytes)},
-                               TensorOptions(DType::Bool).device(device));
-  void* space = scratch.data_ptr();
-  int returned = 0;
-  switch (direction) {
-    case Direction::Forward: {
-      cudnnConvolutionFwdAlgoPerf_t perf[kMaxAlgorithms];
-      GROVE_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-          handle, plan.input, buffers.first, plan.weight, buffers.second, plan.convolution,
-          plan.output, buffers.written, kMaxAlgorithms, &returned, perf, space,
-          kFindWorkspaceBytes));
-      return collect(perf, returned, candidates);
-    }
-    case Direction::BackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t perf[kMaxAlgorithms];
-      GROVE_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
-          handle, plan.weight, buffers.first, plan.output, buffers.second, plan.convolution,
-          plan.input, buffers.written, kMaxAlgorithms, &returned, perf, space,
-          kFindWorkspaceBytes));
-      return collect(perf, returned, candidates);
-    }
-    case Direction::BackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t perf[kMaxAlgorithms];
-      GROVE_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
-          handle, plan.input, buffers.first, plan.output, buffers.second, plan.convolution,
-          plan.weight, buffers.written, kMaxAlgorithms, &returned, perf, space,
-          kFindWorkspaceBytes));
-      return collect(perf, returned, candidates);
-    }
-  }
-  return 0;
-}
-
 // The workspace `algorithm` needs, or an error status if cuDNN does not support it here.
 cudnnStatus_t workspace_size(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
                              int algorithm, std::size_t* bytes) {
@@ -208,7 +174,102 @@ cudnnStatus_t workspace_size(cudnnHandle_t handle, Direction direction, const Co
   return CUDNN_STATUS_BAD_PARAM;
 }
 
-// measure: the call's buffers for benchmark mode's Find, or null for the heuristics.
+// cuDNN's scaling factors: float for float32 data, double for float64.
+struct Scale {
+  float one_float = 1.0f, zero_float = 0.0f;
+  double one_double = 1.0, zero_double = 0.0;
+  bool is_float;
+  explicit Scale(DType dtype) : is_float(dtype == DType::Float32) {}
+  const void* one() const {
+    return is_float ? static_cast<const void*>(&one_float) : static_cast<const void*>(&one_double);
+  }
+  const void* zero() const {
+    return is_float ? static_cast<const void*>(&zero_float)
+                    : static_cast<const void*>(&zero_double);
+  }
+};
+
+// A device buffer of `bytes` from the caching allocator (undefined for 0 bytes).
+Tensor workspace(std::size_t bytes, Device device) {
+  if (bytes == 0) return {};
+  return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(DType::Bool).device(device));
+}
+
+// Runs one convolution of `plan` with `algorithm` (the plan's convolution descriptor holds its
+// math type) on the handle's stream: out = conv(...) with alpha 1, beta 0.
+cudnnStatus_t run_convolution(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
+                              int algorithm, const CallBuffers& buffers, void* space,
+                              std::size_t bytes, const Scale& scale) {
+  switch (direction) {
+    case Direction::Forward:
+      return cudnnConvolutionForward(handle, scale.one(), plan.input, buffers.first, plan.weight,
+                                     buffers.second, plan.convolution,
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(algorithm), space,
+                                     bytes, scale.zero(), plan.output, buffers.written);
+    case Direction::BackwardData:
+      return cudnnConvolutionBackwardData(handle, scale.one(), plan.weight, buffers.first,
+                                          plan.output, buffers.second, plan.convolution,
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm),
+                                          space, bytes, scale.zero(), plan.input, buffers.written);
+    case Direction::BackwardFilter:
+      return cudnnConvolutionBackwardFilter(
+          handle, scale.one(), plan.input, buffers.first, plan.output, buffers.second,
+          plan.convolution, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm), space, bytes,
+          scale.zero(), plan.weight, buffers.written);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// An algorithm a plan may use: cuDNN supports it for the shape, with this math type and
+// workspace.
+struct Usable {
+  int algorithm;
+  cudnnMathType_t math;
+  std::size_t bytes;
+};
+
+// Benchmark mode: times every usable algorithm on the call's own buffers (one warm-up run, then
+// kTimedRuns between two CUDA events on the current stream) and returns the index of the fastest.
+// Synchronises the host; see Note [cuDNN convolution plans].
+std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
+                    const std::vector<Usable>& usable, const CallBuffers& buffers, DType dtype,
+                    Device device) {
+  constexpr int kTimedRuns = 5;
+  std::size_t most = 0;
+  for (const Usable& u : usable) most = std::max(most, u.bytes);
+  const Tensor space = workspace(most, device);
+  void* space_data = space.defined() ? space.data_ptr() : nullptr;
+  const Scale scale(dtype);
+  cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
+  cudaEvent_t start = nullptr, stop = nullptr;
+  GROVE_CUDA_CHECK(cudaEventCreate(&start));
+  GROVE_CUDA_CHECK(cudaEventCreate(&stop));
+  std::size_t best = 0;
+  float best_ms = std::numeric_limits<float>::infinity();
+  for (std::size_t i = 0; i < usable.size(); ++i) {
+    GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.convolution, usable[i].math));
+    auto run = [&] {
+      return run_convolution(handle, direction, plan, usable[i].algorithm, buffers, space_data,
+                             usable[i].bytes, scale);
+    };
+    if (run() != CUDNN_STATUS_SUCCESS) continue;  // listed but refused at run time: skip it
+    GROVE_CUDA_CHECK(cudaEventRecord(start, stream));
+    for (int r = 0; r < kTimedRuns; ++r) GROVE_CUDNN_CHECK(run());
+    GROVE_CUDA_CHECK(cudaEventRecord(stop, stream));
+    GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    GROVE_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (ms < best_ms) {
+      best_ms = ms;
+      best = i;
+    }
+  }
+  GROVE_CUDA_CHECK(cudaEventDestroy(start));
+  GROVE_CUDA_CHECK(cudaEventDestroy(stop));
+  return best;
+}
+
+// measure: the call's buffers for benchmark mode, or null to take the heuristics' first pick.
 std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, DType dtype,
                                     bool tf32, IntArrayRef input, IntArrayRef weight,
                                     IntArrayRef output, IntArrayRef geometry,
@@ -243,32 +304,35 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
       "] differs from ", output);
 
   Candidate candidates[kMaxAlgorithms];
-  const int count =
-      measure != nullptr
-          ? measured_candidates(handle, direction, *plan, *measure, device, candidates)
-          : heuristic_candidates(handle, direction, *plan, candidates);
-  // Deterministic candidates first (pass 0), then any (pass 1); in cuDNN's rank order.
-  for (int pass = 0; pass < 2; ++pass) {
+  const int count = heuristic_candidates(handle, direction, *plan, candidates);
+  // The usable candidates in cuDNN's rank order: deterministic ones (pass 0), or if there are
+  // none, any (pass 1).
+  std::vector<Usable> usable;
+  for (int pass = 0; pass < 2 && usable.empty(); ++pass) {
     for (int i = 0; i < count; ++i) {
       if (pass == 0 && !candidates[i].deterministic) continue;
       // With TF32 off, FMA math whatever the heuristics list; see the Note.
       const cudnnMathType_t use = math == CUDNN_FMA_MATH ? math : candidates[i].math;
       GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, use));
       std::size_t bytes = 0;
-      if (workspace_size(handle, direction, *plan, candidates[i].algorithm, &bytes) !=
-              CUDNN_STATUS_SUCCESS ||
-          bytes > kMaxWorkspaceBytes) {
-        continue;
+      if (workspace_size(handle, direction, *plan, candidates[i].algorithm, &bytes) ==
+              CUDNN_STATUS_SUCCESS &&
+          bytes <= kMaxWorkspaceBytes) {
+        usable.push_back({candidates[i].algorithm, use, bytes});
       }
-      plan->algorithm = candidates[i].algorithm;
-      plan->workspace_bytes = bytes;
-      return plan;
     }
   }
-  GROVE_CHECK(false, op, " on CUDA: cuDNN offers no algorithm for input ", input, ", weight ",
-              weight, ", output ", output, " (", count, measure != nullptr ? " measured" : " heuristic",
-              " candidates, none usable)");
-  return nullptr;
+  GROVE_CHECK(!usable.empty(), op, " on CUDA: cuDNN offers no algorithm for input ", input,
+              ", weight ", weight, ", output ", output, " (", count,
+              " heuristic candidates, none usable)");
+  const std::size_t chosen =
+      measure != nullptr && usable.size() > 1
+          ? fastest(handle, direction, *plan, usable, *measure, dtype, device)
+          : 0;
+  GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, usable[chosen].math));
+  plan->algorithm = usable[chosen].algorithm;
+  plan->workspace_bytes = usable[chosen].bytes;
+  return plan;
 }
 
 // The plan of one convolution, made on first use; see Note [cuDNN convolution plans]. `buffers`
@@ -310,26 +374,6 @@ const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype
   return *plan;
 }
 
-// A device buffer of `bytes` from the caching allocator (undefined for 0 bytes).
-Tensor workspace(std::size_t bytes, Device device) {
-  if (bytes == 0) return {};
-  return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(DType::Bool).device(device));
-}
-
-// cuDNN's scaling factors: float for float32 data, double for float64.
-struct Scale {
-  float one_float = 1.0f, zero_float = 0.0f;
-  double one_double = 1.0, zero_double = 0.0;
-  bool is_float;
-  explicit Scale(DType dtype) : is_float(dtype == DType::Float32) {}
-  const void* one() const {
-    return is_float ? static_cast<const void*>(&one_float) : static_cast<const void*>(&one_double);
-  }
-  const void* zero() const {
-    return is_float ? static_cast<const void*>(&zero_float)
-                    : static_cast<const void*>(&zero_double);
-  }
-};
 
 void fill_zero(const Tensor& out) {
   GROVE_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(),
@@ -378,16 +422,14 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
     return;
   }
   const Tensor weight = call.input(1).contiguous();
+  const CallBuffers buffers{input.data_ptr(), weight.data_ptr(), out.data_ptr()};
   const ConvPlan& plan =
       find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
-                out.sizes(), call.attributes.ints,
-                {input.data_ptr(), weight.data_ptr(), out.data_ptr()}, "conv2d");
+                out.sizes(), call.attributes.ints, buffers, "conv2d");
   const Tensor space = workspace(plan.workspace_bytes, device);
-  GROVE_CUDNN_CHECK(cudnnConvolutionForward(
-      handle, scale.one(), plan.input, input.data_ptr(), plan.weight, weight.data_ptr(),
-      plan.convolution, static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.output,
-      out.data_ptr()));
+  GROVE_CUDNN_CHECK(run_convolution(handle, Direction::Forward, plan, plan.algorithm, buffers,
+                                    space.defined() ? space.data_ptr() : nullptr,
+                                    plan.workspace_bytes, scale));
   if (bias.defined()) {
     GROVE_CUDNN_CHECK(cudnnAddTensor(handle, scale.one(), plan.bias, bias.data_ptr(), scale.one(),
                                      plan.output, out.data_ptr()));
@@ -406,16 +448,14 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   cudnnHandle_t handle = cudnn_handle(device);
   const Scale scale(out.dtype());
   const Tensor weight = call.input(1).contiguous();
+  const CallBuffers buffers{weight.data_ptr(), grad.data_ptr(), out.data_ptr()};
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
-                grad.sizes(), backward_geometry(call),
-                {weight.data_ptr(), grad.data_ptr(), out.data_ptr()}, "conv2d_backward_input");
+                grad.sizes(), backward_geometry(call), buffers, "conv2d_backward_input");
   const Tensor space = workspace(plan.workspace_bytes, device);
-  GROVE_CUDNN_CHECK(cudnnConvolutionBackwardData(
-      handle, scale.one(), plan.weight, weight.data_ptr(), plan.output, grad.data_ptr(),
-      plan.convolution, static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.input,
-      out.data_ptr()));
+  GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardData, plan, plan.algorithm, buffers,
+                                    space.defined() ? space.data_ptr() : nullptr,
+                                    plan.workspace_bytes, scale));
 }
 
 // grad: (N, O, Ho, Wo), input: (N, C, H, W) -> out: weight_sizes (O, C/G, kH, kW).
@@ -431,16 +471,14 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   cudnnHandle_t handle = cudnn_handle(device);
   const Scale scale(out.dtype());
   const Tensor grad = call.input(0).contiguous();
+  const CallBuffers buffers{input.data_ptr(), grad.data_ptr(), out.data_ptr()};
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
-                grad.sizes(), backward_geometry(call),
-                {input.data_ptr(), grad.data_ptr(), out.data_ptr()}, "conv2d_backward_weight");
+                grad.sizes(), backward_geometry(call), buffers, "conv2d_backward_weight");
   const Tensor space = workspace(plan.workspace_bytes, device);
-  GROVE_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
-      handle, scale.one(), plan.input, input.data_ptr(), plan.output, grad.data_ptr(),
-      plan.convolution, static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
-      space.defined() ? space.data_ptr() : nullptr, plan.workspace_bytes, scale.zero(), plan.weight,
-      out.data_ptr()));
+  GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardFilter, plan, plan.algorithm,
+                                    buffers, space.defined() ? space.data_ptr() : nullptr,
+                                    plan.workspace_bytes, scale));
 }
 
 }  // namespace grove::ops::cuda
