@@ -1,7 +1,8 @@
 // CUDA kernels of conv2d, conv2d_backward_input and conv2d_backward_weight: cuDNN's convolution
 // calls (cudnnConvolutionForward, ...BackwardData, ...BackwardFilter), one per op, on NCHW
 // contiguous tensors; ops/cpu/conv.cpp and ops/cpu/conv_backward.cpp are the reference. The bias
-// is added by cudnnAddTensor after the convolution. Library calls only, compiled by g++.
+// is added by cudnnAddTensor after the convolution. Library calls only (and stream_hold.cu's spin
+// for benchmark mode), compiled by g++.
 //
 // Note [cuDNN convolution plans]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -19,13 +20,14 @@
 // - By default the first kept candidate (the heuristics' rank) is the plan's: no op ever
 //   synchronises the host. Benchmark mode (set_conv_benchmark in ops/conv.h) times every kept
 //   candidate instead, on the call's own buffers (one warm-up run, then five between two CUDA
-//   events; only the output, which the call then writes for real, is touched), and takes the
-//   fastest. That synchronises the host, so it is only done where that is allowed
+//   events, queued behind a spinning kernel so that only GPU time is measured; only the output,
+//   which the call then writes for real, is touched), and takes the fastest. That synchronises the host, so it is only done where that is allowed
 //   (host_sync_allowed: not while this thread captures). A call inside a capture uses the shape's
 //   measured plan if an earlier eager call made one (the usual warm-up), else the heuristic
 //   plan; measured and heuristic plans have separate keys. cuDNN's own cudnnFind*AlgorithmEx was
-//   tried first and rejected: its single timed run per algorithm picked forward algorithms that
-//   were 25-30% slower than the heuristics' pick at the CNN's shapes.
+//   tried first and rejected, as was timing without the spin: both
+//   measured host launch overhead along with GPU time at the CNN's small shapes, and picked
+//   forward algorithms that replay 25% slower in a graph than the heuristics' pick.
 // - TF32 (ops/precision.h): with the switch off (the default), float32 convolutions get
 //   CUDNN_FMA_MATH, which restricts cuDNN to kernels with plain float32 FMAs; cuDNN 9's default
 //   math type would allow TF32 tensor cores on Ampere and newer. With it on, CUDNN_DEFAULT_MATH
@@ -50,6 +52,7 @@
 #include "core/stream.h"
 #include "ops/conv.h"
 #include "ops/cuda/cudnn_handle.h"
+#include "ops/cuda/stream_hold.h"
 #include "ops/precision.h"
 
 namespace grove::ops::cuda {
@@ -229,12 +232,14 @@ struct Usable {
 };
 
 // Benchmark mode: times every usable algorithm on the call's own buffers (one warm-up run, then
-// kTimedRuns between two CUDA events on the current stream) and returns the index of the fastest.
-// Synchronises the host; see Note [cuDNN convolution plans].
+// kTimedRuns between two CUDA events on the current stream, queued behind a 1 ms spin) and
+// returns the index of the fastest in GPU time. Synchronises the host; see Note [cuDNN
+// convolution plans].
 std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
                     const std::vector<Usable>& usable, const CallBuffers& buffers, DType dtype,
                     Device device) {
   constexpr int kTimedRuns = 5;
+  constexpr std::int64_t kHoldMicroseconds = 1000;  // longer than queuing the runs takes
   std::size_t most = 0;
   for (const Usable& u : usable) most = std::max(most, u.bytes);
   const Tensor space = workspace(most, device);
@@ -253,6 +258,9 @@ std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& p
                              usable[i].bytes, scale);
     };
     if (run() != CUDNN_STATUS_SUCCESS) continue;  // listed but refused at run time: skip it
+    // The timed runs queue up behind a spin of the stream, so the events see GPU time only, not
+    // the host's launch overhead (which differs between algorithms and dominates small shapes).
+    hold_stream(stream, kHoldMicroseconds);
     GROVE_CUDA_CHECK(cudaEventRecord(start, stream));
     for (int r = 0; r < kTimedRuns; ++r) GROVE_CUDNN_CHECK(run());
     GROVE_CUDA_CHECK(cudaEventRecord(stop, stream));
