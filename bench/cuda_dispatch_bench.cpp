@@ -10,14 +10,14 @@
 //   launch queue is far from full.
 // - Steady: calls back to back without synchronising, as the anchor measures. Once the launch
 //   queue is full the host waits for the GPU, so this is max(host cost, GPU time per kernel).
-// Measured (H200, medians of 5, 2026-11-22; five runs, on four machines of that kind; us per
+// Measured (H200, medians of 5, 2026-11-22; six runs, on five machines of that kind; us per
 // call, burst):
-//   bare launch   3.07 / 3.64 / 3.48 / 3.20 / 4.13   (steady: 3.48, 4.32, -, 3.47, -)
-//   add           3.38 / 4.00 / 3.90 / 3.71 / 4.53   (steady: 3.40, 4.44, -, 3.73, -)
-//   add_          3.46 / 4.22 / 3.80 / 3.77 / 4.59
-//   relu          3.89 / 4.42 / 4.48 / 4.09 / 4.91
+//   bare launch   3.07 / 3.64 / 3.48 / 3.20 / 4.13 / 2.99   (steady: 3.48, 4.32, -, 3.47, -, 3.05)
+//   add           3.38 / 4.00 / 3.90 / 3.71 / 4.53 / 3.45   (steady: 3.40, 4.44, -, 3.73, -, 3.24)
+//   add_          3.46 / 4.22 / 3.80 / 3.77 / 4.59 / 3.22
+//   relu          3.89 / 4.42 / 4.48 / 4.09 / 4.91 / 3.55
 // So add costs 1.10-1.16x the bare launch of the same run (goal met; 0.98-1.07x steady), add_
-// 1.09-1.18x, and relu 1.19-1.29x: relu's host path is cheaper than add's on the CPU
+// 1.08-1.18x, and relu 1.19-1.29x: relu's host path is cheaper than add's on the CPU
 // (dispatch_bench), so its extra ~0.5 us is in launching the unary kernel; not found yet. Host
 // speed differs by up to 30% between machines, which is why only ratios within one run count.
 // Run: ./build/bench/cuda_dispatch_bench --benchmark_repetitions=5

@@ -209,7 +209,8 @@ void time_on_host(benchmark::State& state, Body body) {
     seconds += std::chrono::duration<double>(end - begin).count();
     grove::synchronize(stream);
   }
-  state.counters["us_per_call"] = seconds * 1e6 / (static_cast<double>(state.iterations()) * kCalls);
+  state.counters["us_per_call"] =
+      seconds * 1e6 / (static_cast<double>(state.iterations()) * kCalls);
 }
 
 // linear(x (128, 256), W (10, 256), b (10)): the MLP's last layer (cuBLASLt, bias epilogue).

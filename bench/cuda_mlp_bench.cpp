@@ -10,10 +10,13 @@
 // BM_MlpTrainStepCaptured replays the same step captured into one DeviceGraph: its time is the
 // GPU-side floor of grove's kernels for this step, with no dispatch at all.
 // Measured (H200, medians of 5, --benchmark_min_time=0.2, 2026-11-22; us per step):
-//   in-place SGD  351 | 232 | 224, 233, 240 | 254   (four machines; the third ran three times)
-//   fused sgd_    283 | 187 | 172, 196, 183 | 200
-//   captured       99 |  99 |  99,  99,  99 |  99   (46 graph nodes)
-//   phases of the in-place step (host, us): forward 54-64, backward 97-115, update 71-84.
+//   in-place SGD  351 | 232 | 224, 233, 240 | 254 | 219 | 213   (six machines)
+//   fused sgd_    283 | 187 | 172, 196, 183 | 200 | 175 | 166
+//   captured       99 |  99 |  99,  99,  99 |  99 |  99 |  99   (46 graph nodes)
+//   phases of the in-place step (host, us): forward 51-64, backward 92-115, update 67-84.
+// In the last run, PyTorch 2.11 on the same machine (../shared/anchors/pytorch_gpu_bench.py):
+// eager 797 us, the whole step captured by hand 121.9 us; so grove's eager step took 0.27x
+// PyTorch's eager time and its captured step 0.81x PyTorch's captured one.
 // The eager step is host-bound: ~36 launches at 3.5-4.5 us plus 8 cuBLASLt calls at ~9.5 us
 // (BM_CublasLtHostTime) come to ~200 us before any grove overhead. The first machine was slow
 // on the host throughout (cuBLASLt calls 30% slower than on the others). PyTorch eager: 956 us.

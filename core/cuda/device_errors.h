@@ -41,7 +41,7 @@ namespace grove::cuda_backend {
 // details by the report that took count from 0 to 1); read and cleared by the host.
 struct DeviceErrorRecord {
   unsigned int count;
-  const char* op;       // static strings from the launching host code
+  const char* op;  // op, what and expected: static strings from the launching host code
   const char* what;
   const char* expected;  // the valid values, in words, after "expected "
   std::int64_t value;

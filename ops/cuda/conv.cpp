@@ -395,7 +395,6 @@ const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype
   return *plan;
 }
 
-
 void fill_zero(const Tensor& out) {
   GROVE_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(),
                                    cuda_backend::cuda_stream(current_stream(out.device()))));

@@ -68,8 +68,8 @@ template <typename T>
 __global__ void gather_rows(const T* weight, std::int64_t rows, std::int64_t features,
                             std::int64_t row_stride, std::int64_t feature_stride,
                             const std::int64_t* indices,
-                            const __grid_constant__ StridedLoop<1> loop, std::int64_t count,
-                            T* out, const cuda_backend::DeviceErrorSite errors) {
+                            const __grid_constant__ StridedLoop<1> loop, std::int64_t count, T* out,
+                            const cuda_backend::DeviceErrorSite errors) {
   const std::int64_t total = count * features;
   for (std::int64_t k = first_index(); k < total; k += grid_step()) {
     const std::int64_t i = k / features;

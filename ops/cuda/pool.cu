@@ -186,7 +186,8 @@ __global__ void max_pool_backward_kernel(const T* grad, const std::int64_t* indi
       const bool active = k < pooled;
       const std::int64_t index = active ? plane_indices[k] : -1;
       const bool in_range = index >= 0 && index < plane_size;
-      if (active && !in_range) cuda_backend::report_bad_value(errors, index, p * pooled + k, plane_size);
+      if (active && !in_range)
+        cuda_backend::report_bad_value(errors, index, p * pooled + k, plane_size);
       values[lane] = active ? plane_grad[k] : T(0);
       // Lanes of one group share an index, so either all of a group or none of it is in range.
       const unsigned peers = __match_any_sync(0xffffffffu, static_cast<unsigned long long>(index));

@@ -212,12 +212,12 @@ TEST(CudaConvTest, BenchmarkModeMatchesTheCpuIsDeterministicAndKeepsTf32Off) {
   const Tensor grad_input = conv2d_backward_input(grad, weight, input.sizes(), one, one).to(kCPU);
   const Tensor grad_weight = conv2d_backward_weight(grad, input, weight.sizes(), one, one).to(kCPU);
   for (int repeat = 0; repeat < 3; ++repeat) {
-    EXPECT_EQ(testing::elements(conv2d_backward_input(grad, weight, input.sizes(), one, one)
-                                    .to(kCPU)),
-              testing::elements(grad_input));
-    EXPECT_EQ(testing::elements(conv2d_backward_weight(grad, input, weight.sizes(), one, one)
-                                    .to(kCPU)),
-              testing::elements(grad_weight));
+    EXPECT_EQ(
+        testing::elements(conv2d_backward_input(grad, weight, input.sizes(), one, one).to(kCPU)),
+        testing::elements(grad_input));
+    EXPECT_EQ(
+        testing::elements(conv2d_backward_weight(grad, input, weight.sizes(), one, one).to(kCPU)),
+        testing::elements(grad_weight));
   }
   expect_no_tf32_while_the_switch_is_off();
 }

@@ -3,8 +3,9 @@
 // the same values and layouts on both devices: contiguous, transposed and strided scores,
 // strided targets, ignored rows (none, some, all), rows longer than a warp's share (block rows),
 // the GPT and MLP shapes, empty batches; out-of-range targets (reported at the next
-// synchronisation and NaN until then, see Note [Out-of-range targets on the GPU]); and one capture and replay of cross_entropy with its
-// gradient. Every test skips without a CUDA device (CTest label `gpu`).
+// synchronisation and NaN until then, see Note [Out-of-range targets on the GPU]); and one capture
+// and replay of cross_entropy with its gradient. Every test skips without a CUDA device (CTest
+// label `gpu`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
