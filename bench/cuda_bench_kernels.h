@@ -10,4 +10,9 @@ namespace grove::bench {
 // ../shared/anchors/cuda_launch_floor.cu, launched with <<<>>> and no checks.
 void launch_tiny_kernel(float* data, cudaStream_t stream);
 
+// The same kernel with 64 more bytes of arguments (a struct of two doubles, two floats, an enum
+// and a bool, like the unary elementwise kernels' arguments): whether argument size moves the
+// launch cost.
+void launch_tiny_kernel_wide_arguments(float* data, cudaStream_t stream);
+
 }  // namespace grove::bench

@@ -97,6 +97,17 @@ void BM_BareLaunchBurst(benchmark::State& state) {
 }
 BENCHMARK(BM_BareLaunchBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
+// The bare launch with unary_dense's argument layout (72 bytes instead of 8).
+void BM_BareLaunchWideArgumentsBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] {
+    grove::bench::launch_tiny_kernel_wide_arguments(
+        x.a.data<float>(), grove::cuda_backend::cuda_stream(grove::current_stream(grove::cuda(0))));
+  });
+}
+BENCHMARK(BM_BareLaunchWideArgumentsBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
 void BM_AddBurst(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const Operands x;
@@ -117,6 +128,21 @@ void BM_ReluBurst(benchmark::State& state) {
   time_bursts(state, [&] { benchmark::DoNotOptimize(grove::ops::relu(x.a).impl()); });
 }
 BENCHMARK(BM_ReluBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// neg goes through the same unary kernel as relu; mul by a scalar through add's binary kernel.
+void BM_NegBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { benchmark::DoNotOptimize(grove::ops::neg(x.a).impl()); });
+}
+BENCHMARK(BM_NegBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+void BM_MulScalarBurst(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Operands x;
+  time_bursts(state, [&] { benchmark::DoNotOptimize(grove::ops::mul(x.a, 2.0).impl()); });
+}
+BENCHMARK(BM_MulScalarBurst)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_BareLaunchSteady(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
