@@ -16,10 +16,10 @@
 //   replayed: the replay throws a grove::Error with the same words, and the kernels after the
 //   failing one do not run.
 // The CUDA kernels skip the host check (it would need a copy of the indices to the host and a
-// synchronisation on every call) and cannot throw: a bad index makes the floating results it
-// touches NaN, and stops integer-valued kernels with a device-side trap, after which the
-// context is unusable, as after a device-side assert in PyTorch (Note [Out-of-range indices on
-// the GPU] in ops/cuda/embedding.cu).
+// synchronisation on every call) and cannot throw: a bad index is not used (floating results
+// get NaN there, integer ones 0) but reported, and the next synchronisation (synchronize,
+// to(kCPU), item()) throws grove::DeviceCheckError naming the op, the index and its position;
+// the context stays usable (Note [Out-of-range indices on the GPU] in ops/cuda/embedding.cu).
 // In eager mode the kernel's check never fires on the CPU, since the host check ran first.
 #pragma once
 

@@ -36,7 +36,8 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel, IntArrayRef stride = 
 // max_pool2d_backward: `indices` are max_pool2d_with_indices' (y * W + x in each input plane, of
 // grad's shape); each grad element is added to the input element its index names, so elements
 // that win several (overlapping) windows sum their gradients, and the others get 0. Indices
-// outside [0, H * W) are errors, checked as in Note [Index checks during capture].
+// outside [0, H * W) are errors, checked as in Note [Index checks during capture] (on the GPU:
+// skipped and reported at the next synchronisation, Note [Device-side error reports]).
 Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, IntArrayRef input_sizes);
 // avg_pool2d_backward: kernel, stride and padding are the forward's; each grad element divided
 // by kH * kW (the forward's divisor, padding included) is added to every input element of its

@@ -17,7 +17,8 @@
 // before it launches (which a captured graph forbids). On the CPU, a target outside [0, C)
 // throws a grove::Error naming the value and its position when the kernel runs: at the call in
 // eager mode, at replay for a captured graph. A CUDA kernel cannot throw: it makes the bad row's
-// loss and gradient NaN, so the mean is NaN (Note [Out-of-range targets on the GPU] in
+// loss and gradient NaN, so the mean is NaN, and reports the target, so the next
+// synchronisation throws grove::DeviceCheckError (Note [Out-of-range targets on the GPU] in
 // ops/cuda/loss.cu).
 #pragma once
 

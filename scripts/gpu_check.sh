@@ -34,16 +34,19 @@ if [[ ${TESTS:-1} != 0 ]]; then
   echo "== tests labelled gpu"
   ctest --test-dir "$build" -L gpu -j4 --output-on-failure >"$results/ctest_gpu.log" 2>&1 ||
     test_status=$?
-  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)" "$results/ctest_gpu.log" || true
+  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)" \
+    "$results/ctest_gpu.log" || true
 fi
 [[ ${BENCH:-1} != 0 ]] || exit "${test_status:-0}"
 
 echo "== GPU benchmarks"
 for bench in "$build"/bench/cuda_*_bench; do
   name=$(basename "$bench")
-  timeout 300 "$bench" --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_min_time=0.2 \
+  timeout 300 "$bench" --benchmark_filter="$filter" --benchmark_repetitions=5 \
+    --benchmark_min_time=0.2 \
     --benchmark_report_aggregates_only=true --benchmark_out="$results/$name.json" \
-    --benchmark_out_format=json >"$results/$name.log" 2>&1 || echo "$name failed: see $results/$name.log"
+    --benchmark_out_format=json >"$results/$name.log" 2>&1 ||
+    echo "$name failed: see $results/$name.log"
 done
 
 python3 - "$results" <<'PY'

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "core/cuda/cuda_device.h"
 #include "core/error.h"
@@ -76,21 +77,27 @@ void check_device_errors(Device device, const char* at) {
   DeviceErrorRecord* record =
       all_records().records[static_cast<std::size_t>(device.index)].load(std::memory_order_acquire);
   if (record == nullptr) return;  // no checking kernel has run on this device
-  // Kernels write the record from the device; the synchronisation before this call makes their
-  // writes visible, and volatile keeps the compiler from caching the fields.
-  volatile DeviceErrorRecord* shared = record;
-  const unsigned int count = shared->count;
-  if (count == 0) return;
+  std::atomic_ref<unsigned int> count_ref(record->count);
+  if (count_ref.load(std::memory_order_relaxed) == 0) return;  // the common case: no report
+  static std::mutex mutex;  // one checking thread at a time reads and clears
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::atomic_ref<unsigned int> published(record->published);
+  // Not yet published: a kernel still running is writing the first report; a later check reads it.
+  if (published.load(std::memory_order_acquire) == 0) return;
+  // Kernels wrote the details before `published`; volatile keeps the compiler from caching them.
+  const volatile DeviceErrorRecord* shared = record;
   const char* op = shared->op;
   const char* what = shared->what;
   const char* expected = shared->expected;
   const std::int64_t value = shared->value;
   const std::int64_t position = shared->position;
   const std::int64_t bound = shared->bound;
-  shared->count = 0;
+  published.store(0, std::memory_order_release);  // before count: see the Note
+  const unsigned int count = count_ref.exchange(0, std::memory_order_acq_rel);
   std::string message =
-      str(op, ": ", what, " ", value, " at position ", position, " is out of range: expected ",
-          expected_text(expected, bound), ". A CUDA kernel found it and did not use it (the op's ",
+      str(op != nullptr ? op : "a kernel", ": ", what != nullptr ? what : "value", " ", value,
+          " at position ", position, " is out of range: expected ", expected_text(expected, bound),
+          ". A CUDA kernel found it and did not use it (the op's ",
           "result holds NaN, or 0 for integer results, where it would have gone); grove reports ",
           "it at the first synchronisation after the kernel ran (here: ", at, "), so the op may ",
           "be several calls back.");

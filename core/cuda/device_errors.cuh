@@ -21,6 +21,8 @@ __device__ inline void report_bad_value(const DeviceErrorSite& site, std::int64_
     record->value = value;
     record->position = position;
     record->bound = bound;
+    __threadfence_system();  // the details reach the host before the flag does
+    atomicExch(&record->published, 1u);
   }
 }
 

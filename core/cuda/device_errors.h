@@ -23,12 +23,14 @@
 // So a bad index is reported at the first synchronisation after the kernel ran, which may be
 // several ops later: the message says which op found it. A graph replay reports the same way, as
 // the site's address is baked into the captured kernel. The record is per device, not per stream:
-// a synchronisation of one stream may report a kernel of another stream of the device that has
-// finished, and a report made while the host is clearing the record can be lost (the count is
-// then low; the first report is never lost). Reports only ever come from grove's own kernels, so
-// "count" is how many checks failed, not how many elements were bad: a kernel reports each bad
-// index once (per row or per position), but the forward and backward ops of one training step
-// both report the same bad target.
+// a synchronisation of one stream may report a kernel of another stream of the device, and the
+// host reads only a published first report (one that a kernel still running is writing waits for
+// a later check). A report counted while the host is clearing the record can be lost from the
+// count, but a first report is never lost: the host clears `published` before `count`, so no
+// kernel can become first until the record is clear. One host thread at a time checks. Reports only
+// ever come from grove's own kernels, so "count" is how many checks failed, not how many elements
+// were bad: a kernel reports each bad index once (per row or per position), but the forward and
+// backward ops of one training step both report the same bad target.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +39,12 @@
 
 namespace grove::cuda_backend {
 
-// One device's reports since the last check. Written by kernels (atomicAdd on `count`, then the
-// details by the report that took count from 0 to 1); read and cleared by the host.
+// One device's reports since the last check. Written by kernels: every report adds 1 to `count`;
+// the one that took it from 0 to 1 then writes the details and, after a system-wide fence, sets
+// `published`. Read and cleared by the host (published first, then count).
 struct DeviceErrorRecord {
   unsigned int count;
+  unsigned int published;
   const char* op;  // op, what and expected: static strings from the launching host code
   const char* what;
   const char* expected;  // the valid values, in words, after "expected "

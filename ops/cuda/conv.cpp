@@ -48,6 +48,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/cuda/cuda_device.h"
@@ -239,7 +240,10 @@ struct TimingEvents {
   cudaEvent_t stop = nullptr;
   TimingEvents() {
     GROVE_CUDA_CHECK(cudaEventCreate(&start));
-    GROVE_CUDA_CHECK(cudaEventCreate(&stop));
+    if (const cudaError_t error = cudaEventCreate(&stop); error != cudaSuccess) {
+      cudaEventDestroy(start);
+      GROVE_CUDA_CHECK(error);
+    }
   }
   ~TimingEvents() {
     cudaEventDestroy(start);
@@ -252,11 +256,11 @@ struct TimingEvents {
 // Benchmark mode: times every usable algorithm on the call's own buffers (one warm-up run, then
 // kTimedRuns between two CUDA events on the current stream, queued behind a 1 ms spin) and
 // returns the index of the fastest in GPU time (of those within 5% of it, the first in cuDNN's
-// rank). Synchronises the host; see Note [cuDNN
-// convolution plans].
+// rank). Synchronises the host; see Note [cuDNN convolution plans]. Throws if cuDNN refuses
+// every candidate when it runs.
 std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& plan,
                     const std::vector<Usable>& usable, const CallBuffers& buffers, DType dtype,
-                    Device device) {
+                    Device device, const char* op_name) {
   constexpr int kTimedRuns = 5;
   constexpr std::int64_t kHoldMicroseconds = 1000;  // longer than queuing the runs takes
   std::size_t most = 0;
@@ -285,6 +289,9 @@ std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& p
   }
   // Within 5% of the fastest counts as a tie (timing noise), won by cuDNN's higher-ranked pick.
   const float fastest_ms = *std::min_element(times.begin(), times.end());
+  GROVE_CHECK(fastest_ms < std::numeric_limits<float>::infinity(), op_name,
+              " on CUDA: cuDNN listed ", usable.size(),
+              " algorithms for this shape but refused each of them when run");
   std::size_t best = 0;
   while (times[best] > fastest_ms * 1.05f) ++best;
   return best;
@@ -348,7 +355,7 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
               " heuristic candidates, none usable)");
   const std::size_t chosen =
       measure != nullptr && usable.size() > 1
-          ? fastest(handle, direction, *plan, usable, *measure, dtype, device)
+          ? fastest(handle, direction, *plan, usable, *measure, dtype, device, op)
           : 0;
   GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, usable[chosen].math));
   plan->algorithm = usable[chosen].algorithm;
@@ -378,21 +385,20 @@ const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype
     const auto found = plans.find(measured_key);
     if (found != plans.end()) return *found->second;
     if (host_sync_allowed(device)) {
-      std::unique_ptr<ConvPlan>& plan = plans[measured_key];
-      plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, &buffers,
-                       device, op);
-      return *plan;
+      // Made first and stored only once made: if measuring throws, nothing is cached.
+      std::unique_ptr<ConvPlan> plan = make_plan(handle, direction, dtype, tf32, input, weight,
+                                                 output, geometry, &buffers, device, op);
+      return *(plans[measured_key] = std::move(plan));
     }
     // Inside a capture, and never measured: the heuristic plan below.
   }
-  std::unique_ptr<ConvPlan>& plan = plans[key];
-  if (plan == nullptr) {
-    // Heuristic queries may touch the runtime; relaxed mode lets them run during a capture.
-    const cuda_backend::RelaxedCaptureModeGuard relaxed;
-    plan = make_plan(handle, direction, dtype, tf32, input, weight, output, geometry, nullptr,
-                     device, op);
-  }
-  return *plan;
+  const auto found = plans.find(key);
+  if (found != plans.end()) return *found->second;
+  // Heuristic queries may touch the runtime; relaxed mode lets them run during a capture.
+  const cuda_backend::RelaxedCaptureModeGuard relaxed;
+  std::unique_ptr<ConvPlan> plan = make_plan(handle, direction, dtype, tf32, input, weight, output,
+                                             geometry, nullptr, device, op);
+  return *(plans[key] = std::move(plan));
 }
 
 void fill_zero(const Tensor& out) {

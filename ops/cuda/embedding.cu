@@ -25,7 +25,9 @@
 // result is used before that: embedding writes a row of NaN for it (0 in an integer table), and
 // embedding_backward (which scans every index anyway) writes NaN over its whole result. one_hot
 // (ops/cuda/shape.cu) and the losses' targets (Note [Out-of-range targets on the GPU] in
-// ops/cuda/loss.cu) follow the same rule. The CUDA context stays usable.
+// ops/cuda/loss.cu) follow the same rule. The CUDA context stays usable. A kernel with nothing to
+// write (an empty table row width, a table of no rows, an empty output) is not launched, so its
+// indices go unchecked.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

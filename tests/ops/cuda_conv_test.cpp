@@ -249,8 +249,8 @@ TEST(CudaConvTest, BenchmarkModeCapturesMeasuredAndUnmeasuredShapes) {
                 "unmeasured shape, replay");
 }
 
-// Plans for a new shape are made while the graph captures (heuristics only, no Find); the
-// replays run the captured cuDNN kernels on new input values.
+// Plans for a new shape are made while the graph captures (heuristics only, nothing is timed);
+// the replays run the captured cuDNN kernels on new input values.
 TEST(CudaConvTest, CapturedForwardAndBackwardReplayWithNewInputs) {
   SKIP_WITHOUT_GPU();
   const Stream stream = new_stream(kGpu);
