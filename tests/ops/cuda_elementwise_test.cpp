@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -210,6 +212,44 @@ TEST(CudaElementwiseTest, UnaryOpsMatchTheCpu) {
         expect_parity(op.fn(layout.view(x)), op.fn(layout.view(x.to(kGpu))),
                       label(op.name.c_str(), dtype, layout.name));
       }
+    }
+  }
+}
+
+// clamp on float32 must give the CPU's bits also for values right next to a bound that float32
+// cannot hold, for bounds beyond float32's range, and for bounds too small for float32 (which
+// round to a zero, so the sign of a zero result depends on comparing in double).
+TEST(CudaElementwiseTest, Float32ClampMatchesTheCpuNextToInexactBounds) {
+  SKIP_WITHOUT_GPU();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double past_max = 3.4028235677973366e38;  // above FLT_MAX, rounds down to it
+  const std::vector<std::array<double, 2>> bounds = {
+      {0.1, 0.7}, {-0.3, 1.1}, {-1e39, 1e39}, {-past_max, past_max},
+      {0.1, 0.1}, {-inf, 0.3}, {1e-47, 0.5},  {-0.5, -1e-47}};
+  for (const auto& [low, high] : bounds) {
+    std::vector<float> values = {0.0f,
+                                 -0.0f,
+                                 std::numeric_limits<float>::infinity(),
+                                 -std::numeric_limits<float>::infinity(),
+                                 std::numeric_limits<float>::quiet_NaN(),
+                                 std::numeric_limits<float>::max(),
+                                 -std::numeric_limits<float>::max()};
+    for (double bound : {low, high}) {
+      const float rounded = static_cast<float>(bound);
+      for (float value : {rounded, std::nextafter(rounded, 0.0f), std::nextafter(rounded, 1e30f),
+                          std::nextafter(rounded, -1e30f)}) {
+        values.push_back(value);
+      }
+    }
+    const Tensor x = from_vector(values);
+    const Tensor on_cpu = clamp(x, low, high);
+    const Tensor on_gpu = clamp(x.to(kGpu), low, high).to(kCPU);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const auto index = static_cast<std::int64_t>(i);
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(on_gpu.data<float>()[index]),
+                std::bit_cast<std::uint32_t>(on_cpu.data<float>()[index]))
+          << "clamp(" << values[i] << ", " << low << ", " << high << "): GPU "
+          << on_gpu.data<float>()[index] << ", CPU " << on_cpu.data<float>()[index];
     }
   }
 }
