@@ -18,8 +18,14 @@
 //   relu          3.89 / 4.42 / 4.48 / 4.09 / 4.91 / 3.55
 // So add costs 1.10-1.16x the bare launch of the same run (goal met; 0.98-1.07x steady), add_
 // 1.08-1.18x, and relu 1.19-1.29x: relu's host path is cheaper than add's on the CPU
-// (dispatch_bench), so its extra ~0.5 us is in launching the unary kernel; not found yet. Host
-// speed differs by up to 30% between machines, which is why only ratios within one run count.
+// (dispatch_bench), so its extra ~0.5 us is in launching the unary kernel. Host speed differs by
+// up to 30% between machines, which is why only ratios within one run count.
+// Looking for relu's extra cost (two more machines): a bare launch with 64 more bytes of
+// arguments (unary_dense's layout then) cost +0.33 us on one machine and +0.01-0.04 us on the
+// other; neg (same kernel as relu) costs what relu does, mul by a scalar what add does. After the
+// unary arguments shrank from 40 to 24 bytes, on the second machine (two runs): bare 3.68 / 3.57,
+// add 3.85 / 3.80 (1.05x / 1.07x), relu 4.14 / 4.21 (1.13x / 1.18x), neg 4.30 / 4.17. So relu
+// now lands at or just under the 1.2x goal, but the cause of its gap is still not pinned down.
 // Run: ./build/bench/cuda_dispatch_bench --benchmark_repetitions=5
 // --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>

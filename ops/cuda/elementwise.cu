@@ -188,8 +188,8 @@ __global__ void binary_strided(R* out, const T* a, const T* b, T scalar, OpKind 
 
 // The unary ops' arguments: clamp's bounds (or pow's exponent, in `low`), as T for integer T
 // (see unary_args) and as double for floating T, which clamp compares in, as the CPU does. Kept
-// small on purpose: a launch's cost grows with its argument bytes (about 0.3 us more for 64 more
-// bytes on an H200, bench/cuda_dispatch_bench.cpp), and relu is launched often.
+// small on purpose: a launch can cost more with more argument bytes (64 more bytes: +0.33 us on
+// one H200, +0.01-0.04 us on another; bench/cuda_dispatch_bench.cpp), and relu is launched often.
 template <typename T>
 struct UnaryArgs {
   using Bound = std::conditional_t<std::is_integral_v<T>, T, double>;
