@@ -6,13 +6,18 @@
 // weight's strides. Neighbouring threads take neighbouring features: coalesced writes, and
 // coalesced reads of a dense weight row.
 //
-// embedding_backward, deterministic without float atomics: one block per output row r (threads
-// over its features). Each warp scans the indices 32 at a time, a ballot marks the positions
-// equal to r, and the marked grad rows are added in increasing position: every output element
-// is summed by one thread, in index order, in the grad's dtype, exactly as the CPU loop does, so
-// the two agree bit for bit. Every block reads every index (from L2 after the first), which is
-// cheap for the vocabularies here (128 rows x 2048 indices: 64 ballots a warp); a very large
-// vocabulary with many indices would want a sort by index first (not done).
+// embedding_backward, deterministic without float atomics, in one of two ways; both add each
+// output element's grad rows in increasing position, in the grad's dtype, starting from 0:
+// exactly the CPU loop's order, so the results agree bit for bit.
+// - Scan (rows x indices up to 2^22, e.g. the GPT's 128 rows x 2048 indices): one launch. One
+//   block per output row r, threads over its features; each warp scans the indices 32 at a time
+//   and a ballot marks the positions equal to r. Every block reads every index (from L2 after
+//   the first): O(rows x N) reads for N indices, cheap while that product is small.
+// - Sort (larger): number_and_check writes positions[i] = i and checks every index; then
+//   cub::DeviceRadixSort::SortPairs sorts (index, position) pairs by index, stably, so equal
+//   indices keep increasing positions (only the bits valid indices use are sorted: 16 for
+//   50,000 rows); then sum_segments, one block per output row, finds r's run by binary search and
+//   adds those rows. O(N log N + rows x features + N x features), in about six launches.
 //
 // Note [Out-of-range indices on the GPU]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -32,20 +37,26 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
+
+#include <cub/device/device_radix_sort.cuh>
 
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
+#include "core/tensor.h"
 #include "ops/cuda/embedding.h"
 #include "ops/cuda/kernel_loop.cuh"
 
 namespace grove::ops::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 // embedding_backward: threads per block (the features of one output row, in chunks).
 constexpr int kScatterThreads = 128;
+constexpr int kWarp = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+// embedding_backward scans when rows x indices is at most this, and sorts above it.
+constexpr std::int64_t kMaxScanWork = std::int64_t{1} << 22;
 
 template <typename T>
 __device__ inline T quiet_nan() {
@@ -125,6 +136,61 @@ __global__ void scatter_rows(const T* grad, const std::int64_t* indices, std::in
   }
 }
 
+// Sort path, step 1: positions[i] = i, and every index outside [0, rows) reported;
+// *any_bad is set if there is one.
+__global__ void number_and_check(const std::int64_t* indices, std::int64_t count, std::int64_t rows,
+                                 std::int64_t* positions, int* any_bad,
+                                 const cuda_backend::DeviceErrorSite errors) {
+  for (std::int64_t i = first_index(); i < count; i += grid_step()) {
+    positions[i] = i;
+    const std::int64_t index = indices[i];
+    if (index < 0 || index >= rows) {
+      *any_bad = 1;
+      cuda_backend::report_bad_value(errors, index, i, rows);
+    }
+  }
+}
+
+// The first k in [0, count) with sorted[k] >= value (count if none).
+__device__ inline std::int64_t lower_bound(const std::int64_t* sorted, std::int64_t count,
+                                           std::int64_t value) {
+  std::int64_t low = 0, high = count;
+  while (low < high) {
+    const std::int64_t middle = low + (high - low) / 2;
+    if (sorted[middle] < value) {
+      low = middle + 1;
+    } else {
+      high = middle;
+    }
+  }
+  return low;
+}
+
+// Sort path, step 3: out[r, f] = the sum of grad[positions[k], f] over r's run of sorted indices,
+// in order; NaN everywhere if any index was bad. grad (count, features) contiguous.
+template <typename T>
+__global__ void sum_segments(const T* grad, const std::int64_t* sorted_indices,
+                             const std::int64_t* sorted_positions, std::int64_t count,
+                             std::int64_t rows, std::int64_t features, const int* any_bad, T* out) {
+  const bool bad = *any_bad != 0;
+  for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const std::int64_t begin = lower_bound(sorted_indices, count, r);
+    const std::int64_t end = lower_bound(sorted_indices, count, r + 1);
+    for (std::int64_t f = threadIdx.x; f < features; f += blockDim.x) {
+      T sum = T(0);
+      for (std::int64_t k = begin; k < end; ++k) sum += grad[sorted_positions[k] * features + f];
+      out[r * features + f] = bad ? quiet_nan<T>() : sum;
+    }
+  }
+}
+
+// The number of low bits that hold every value in [0, rows).
+int bits_for(std::int64_t rows) {
+  int bits = 1;
+  while (bits < 63 && (std::int64_t{1} << bits) < rows) ++bits;
+  return bits;
+}
+
 template <typename T>
 void launch_embedding(const OpCall& call, const Tensor& out) {
   const Tensor& weight = call.input(0);
@@ -151,15 +217,58 @@ void launch_embedding_backward(const OpCall& call, const Tensor& out) {
   if (rows == 0 || features == 0) return;
   const Tensor grad = call.input(0).contiguous();
   const Tensor indices = call.input(1).contiguous();
-  cuda_backend::DeviceGuard guard(out.device());
-  cudaStream_t stream = cuda_backend::cuda_stream(current_stream(out.device()));
-  scatter_rows<T>
+  const std::int64_t count = indices.numel();
+  const Device device = out.device();
+  cuda_backend::DeviceGuard guard(device);
+  cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
+  const cuda_backend::DeviceErrorSite errors = cuda_backend::device_error_site(
+      device, "embedding_backward", "index", "0 <= index < {bound} (num_weights)");
+  const auto* keys = static_cast<const std::int64_t*>(indices.data_ptr());
+  if (rows * count <= kMaxScanWork) {
+    scatter_rows<T>
+        <<<static_cast<unsigned>(std::min(rows, kMaxBlocks)), kScatterThreads, 0, stream>>>(
+            static_cast<const T*>(grad.data_ptr()), keys, count, rows, features,
+            static_cast<T*>(out.data_ptr()), errors);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  // The sort path (count > 0 here). Scratch from the caching allocator (the capture's pool while
+  // capturing); freed after the launches, reused only by work ordered after them on this stream.
+  GROVE_CHECK(count <= std::numeric_limits<int>::max(), "embedding_backward on CUDA: expected ",
+              "fewer than 2^31 indices (cub's sort counts in int), but got ", count);
+  const TensorOptions int64_options = TensorOptions(DType::Int64).device(device);
+  const Tensor positions = empty({count}, int64_options);
+  const Tensor sorted_indices = empty({count}, int64_options);
+  const Tensor sorted_positions = empty({count}, int64_options);
+  const Tensor any_bad = empty({1}, TensorOptions(DType::Int32).device(device));
+  GROVE_CUDA_CHECK(cudaMemsetAsync(any_bad.data_ptr(), 0, sizeof(int), stream));
+  {
+    number_and_check<<<blocks_for(count), kThreads, 0, stream>>>(
+        keys, count, rows, static_cast<std::int64_t*>(positions.data_ptr()),
+        static_cast<int*>(any_bad.data_ptr()), errors);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+    const int items = static_cast<int>(count);
+    const int end_bit = bits_for(rows);
+    std::size_t scratch_bytes = 0;  // asked first: a host-only query
+    GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, scratch_bytes, keys, static_cast<std::int64_t*>(sorted_indices.data_ptr()),
+        static_cast<const std::int64_t*>(positions.data_ptr()),
+        static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
+    const Tensor scratch =
+        empty({static_cast<std::int64_t>(std::max<std::size_t>(scratch_bytes, 1))},
+              TensorOptions(DType::Bool).device(device));
+    GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        scratch.data_ptr(), scratch_bytes, keys,
+        static_cast<std::int64_t*>(sorted_indices.data_ptr()),
+        static_cast<const std::int64_t*>(positions.data_ptr()),
+        static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
+  }
+  sum_segments<T>
       <<<static_cast<unsigned>(std::min(rows, kMaxBlocks)), kScatterThreads, 0, stream>>>(
           static_cast<const T*>(grad.data_ptr()),
-          static_cast<const std::int64_t*>(indices.data_ptr()), indices.numel(), rows, features,
-          static_cast<T*>(out.data_ptr()),
-          cuda_backend::device_error_site(out.device(), "embedding_backward", "index",
-                                          "0 <= index < {bound} (num_weights)"));
+          static_cast<const std::int64_t*>(sorted_indices.data_ptr()),
+          static_cast<const std::int64_t*>(sorted_positions.data_ptr()), count, rows, features,
+          static_cast<const int*>(any_bad.data_ptr()), static_cast<T*>(out.data_ptr()));
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -10,10 +10,14 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/device.h"
+#include "core/device_graph.h"
+#include "core/stream.h"
 #include "core/tensor.h"
 #include "ops/embedding.h"
 #include "tests/ops/cuda_test_util.h"
@@ -91,6 +95,80 @@ TEST(CudaEmbeddingTest, GatherAndGradientMatchTheCpu) {
       }
     }
   }
+}
+
+// A vocabulary far larger than the reference GPT's: the sort takes several radix passes (16 bits
+// for 50,000 rows), and most rows are picked by no index.
+TEST(CudaEmbeddingTest, GradientOfALargeVocabularyMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::int64_t rows = 50000, features = 6, count = 5000;
+  std::mt19937 engine(7);
+  std::uniform_int_distribution<std::int64_t> pick(0, rows - 1);
+  std::vector<std::int64_t> values(static_cast<std::size_t>(count));
+  for (std::int64_t& value : values) value = pick(engine) % 3 == 0 ? 12345 : pick(engine);
+  const Tensor indices = from_vector(values);
+  const Tensor grad = testing::random_tensor({count, features}, DType::Float32, -2.0, 2.0, 8);
+  expect_exact(embedding_backward(grad, indices, rows),
+               embedding_backward(grad.to(kGpu), indices.to(kGpu), rows),
+               "embedding_backward, 50,000 rows");
+}
+
+// Captured once, replayed with new indices and gradients, on both of the backward's paths (a
+// scan for 300 rows x 6 indices; a sort for 5,000 x 1,000, whose scratch lives in the capture's
+// pool and whose sort runs again on every replay).
+TEST(CudaEmbeddingTest, CapturedGradientReplaysWithNewIndices) {
+  SKIP_WITHOUT_GPU();
+  const Stream stream = new_stream(kGpu);
+  const StreamGuard guard(stream);
+  const std::int64_t features = 5;
+  for (const auto& [rows, count] : {std::pair<std::int64_t, std::int64_t>{300, 6}, {5000, 1000}}) {
+    std::mt19937 engine(static_cast<unsigned>(rows));
+    auto draw = [&] {
+      std::uniform_int_distribution<std::int64_t> pick(0, rows - 1);
+      std::vector<std::int64_t> values(static_cast<std::size_t>(count));
+      for (std::int64_t& value : values) value = pick(engine) % 4 == 0 ? rows - 1 : pick(engine);
+      return from_vector(values);
+    };
+    const std::string what = std::to_string(rows) + " rows, " + std::to_string(count) + " indices";
+    const Tensor indices = draw();
+    const Tensor grad = testing::random_tensor({count, features}, DType::Float32, -2.0, 2.0, 9);
+    const Tensor gpu_indices = indices.to(kGpu);
+    const Tensor gpu_grad = grad.to(kGpu);
+    (void)embedding_backward(gpu_grad, gpu_indices, rows);  // eager warm-up
+    synchronize(stream);
+    DeviceGraph graph(kGpu);
+    graph.begin_capture(stream);
+    const Tensor out = embedding_backward(gpu_grad, gpu_indices, rows);
+    graph.end_capture();
+    graph.replay();
+    expect_exact(embedding_backward(grad, indices, rows), out, "first replay, " + what);
+    const Tensor indices2 = draw();
+    const Tensor grad2 = testing::random_tensor({count, features}, DType::Float32, -2.0, 2.0, 10);
+    gpu_indices.copy_(indices2);
+    gpu_grad.copy_(grad2);
+    graph.replay();
+    expect_exact(embedding_backward(grad2, indices2, rows), out, "second replay, " + what);
+  }
+}
+
+// The sort path (5,000 rows x 1,000 indices) treats a bad index as the scan path does: reported
+// once, and NaN over the whole gradient.
+TEST(CudaEmbeddingTest, BadIndexOnTheSortPathIsReportedAndGivesNaN) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::int64_t> values(1000, 3);
+  values[17] = 5000;
+  const Tensor grad = testing::random_tensor({1000, 2}, DType::Float32, -2.0, 2.0, 11).to(kGpu);
+  const Tensor result = embedding_backward(grad, from_vector(values).to(kGpu), 5000);
+  try {
+    synchronize(current_stream(kGpu));
+    ADD_FAILURE() << "synchronize did not throw DeviceCheckError";
+  } catch (const DeviceCheckError& error) {
+    EXPECT_NE(error.message().find("embedding_backward: index 5000 at position 17"),
+              std::string::npos)
+        << error.message();
+    EXPECT_EQ(error.message().find("more report"), std::string::npos) << error.message();
+  }
+  for (double value : testing::elements(result.to(kCPU))) EXPECT_TRUE(std::isnan(value));
 }
 
 // The CPU throws for an index outside [0, rows); the GPU reports it at the next synchronisation,
