@@ -56,7 +56,7 @@ constexpr int kScatterThreads = 128;
 constexpr int kWarp = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 // embedding_backward scans when rows x indices is at most this, and sorts above it.
-constexpr std::int64_t kMaxScanWork = std::int64_t{1} << 22;
+std::int64_t g_scan_limit = std::int64_t{1} << 22;
 
 template <typename T>
 __device__ inline T quiet_nan() {
@@ -224,7 +224,7 @@ void launch_embedding_backward(const OpCall& call, const Tensor& out) {
   const cuda_backend::DeviceErrorSite errors = cuda_backend::device_error_site(
       device, "embedding_backward", "index", "0 <= index < {bound} (num_weights)");
   const auto* keys = static_cast<const std::int64_t*>(indices.data_ptr());
-  if (rows * count <= kMaxScanWork) {
+  if (rows * count <= g_scan_limit) {
     scatter_rows<T>
         <<<static_cast<unsigned>(std::min(rows, kMaxBlocks)), kScatterThreads, 0, stream>>>(
             static_cast<const T*>(grad.data_ptr()), keys, count, rows, features,
@@ -242,27 +242,24 @@ void launch_embedding_backward(const OpCall& call, const Tensor& out) {
   const Tensor sorted_positions = empty({count}, int64_options);
   const Tensor any_bad = empty({1}, TensorOptions(DType::Int32).device(device));
   GROVE_CUDA_CHECK(cudaMemsetAsync(any_bad.data_ptr(), 0, sizeof(int), stream));
-  {
-    number_and_check<<<blocks_for(count), kThreads, 0, stream>>>(
-        keys, count, rows, static_cast<std::int64_t*>(positions.data_ptr()),
-        static_cast<int*>(any_bad.data_ptr()), errors);
-    GROVE_CUDA_CHECK(cudaGetLastError());
-    const int items = static_cast<int>(count);
-    const int end_bit = bits_for(rows);
-    std::size_t scratch_bytes = 0;  // asked first: a host-only query
-    GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-        nullptr, scratch_bytes, keys, static_cast<std::int64_t*>(sorted_indices.data_ptr()),
-        static_cast<const std::int64_t*>(positions.data_ptr()),
-        static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
-    const Tensor scratch =
-        empty({static_cast<std::int64_t>(std::max<std::size_t>(scratch_bytes, 1))},
-              TensorOptions(DType::Bool).device(device));
-    GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-        scratch.data_ptr(), scratch_bytes, keys,
-        static_cast<std::int64_t*>(sorted_indices.data_ptr()),
-        static_cast<const std::int64_t*>(positions.data_ptr()),
-        static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
-  }
+  number_and_check<<<blocks_for(count), kThreads, 0, stream>>>(
+      keys, count, rows, static_cast<std::int64_t*>(positions.data_ptr()),
+      static_cast<int*>(any_bad.data_ptr()), errors);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+  const int items = static_cast<int>(count);
+  const int end_bit = bits_for(rows);
+  std::size_t scratch_bytes = 0;  // asked first: a host-only query
+  GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, scratch_bytes, keys, static_cast<std::int64_t*>(sorted_indices.data_ptr()),
+      static_cast<const std::int64_t*>(positions.data_ptr()),
+      static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
+  const Tensor scratch = empty({static_cast<std::int64_t>(std::max<std::size_t>(scratch_bytes, 1))},
+                               TensorOptions(DType::Bool).device(device));
+  GROVE_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      scratch.data_ptr(), scratch_bytes, keys,
+      static_cast<std::int64_t*>(sorted_indices.data_ptr()),
+      static_cast<const std::int64_t*>(positions.data_ptr()),
+      static_cast<std::int64_t*>(sorted_positions.data_ptr()), items, 0, end_bit, stream));
   sum_segments<T>
       <<<static_cast<unsigned>(std::min(rows, kMaxBlocks)), kScatterThreads, 0, stream>>>(
           static_cast<const T*>(grad.data_ptr()),
@@ -289,6 +286,12 @@ void embedding(const OpCall& call, const OpOutputs& outputs) {
       return launch_embedding<bool>(call, out);
   }
   GROVE_INTERNAL_ASSERT(false, "embedding reached the CUDA kernel with dtype ", out.dtype());
+}
+
+std::int64_t set_embedding_scan_limit(std::int64_t limit) {
+  const std::int64_t previous = g_scan_limit;
+  g_scan_limit = limit;
+  return previous;
 }
 
 void embedding_backward(const OpCall& call, const OpOutputs& outputs) {

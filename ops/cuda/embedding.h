@@ -6,6 +6,8 @@
 // header is plain C++.
 #pragma once
 
+#include <cstdint>
+
 #include "ops/cuda/kernel_entry.h"
 #include "ops/dispatch.h"
 
@@ -13,5 +15,10 @@ namespace grove::ops::cuda {
 
 void embedding(const OpCall& call, const OpOutputs& outputs);
 void embedding_backward(const OpCall& call, const OpOutputs& outputs);
+
+// embedding_backward scans (every output row reads every index) while rows x indices is at most
+// this limit, and sorts the indices above it (2^22 by default). For benchmarks and tests that
+// compare the two paths on one shape; returns the previous limit. Not thread-safe.
+std::int64_t set_embedding_scan_limit(std::int64_t limit);
 
 }  // namespace grove::ops::cuda
