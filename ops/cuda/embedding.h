@@ -16,9 +16,9 @@ namespace grove::ops::cuda {
 void embedding(const OpCall& call, const OpOutputs& outputs);
 void embedding_backward(const OpCall& call, const OpOutputs& outputs);
 
-// embedding_backward scans (every output row reads every index) while rows x indices is at most
-// this limit, and sorts the indices above it (2^22 by default). For benchmarks and tests that
-// compare the two paths on one shape; returns the previous limit. Not thread-safe.
+// embedding_backward scans (every output row reads every index) up to this many indices, and
+// sorts them above it (512 by default). For benchmarks and tests that compare the two paths on
+// one shape; returns the previous limit. Not thread-safe.
 std::int64_t set_embedding_scan_limit(std::int64_t limit);
 
 }  // namespace grove::ops::cuda

@@ -98,7 +98,8 @@ TEST(CudaEmbeddingTest, GatherAndGradientMatchTheCpu) {
 }
 
 // A vocabulary far larger than the reference GPT's: the sort takes several radix passes (16 bits
-// for 50,000 rows), and most rows are picked by no index.
+// for 50,000 rows), and most rows are picked by no index. (The GPT batch of GatherAndGradient...
+// above, 2048 indices, takes the sort path too; its other cases the scan.)
 TEST(CudaEmbeddingTest, GradientOfALargeVocabularyMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::int64_t rows = 50000, features = 6, count = 5000;
@@ -114,8 +115,8 @@ TEST(CudaEmbeddingTest, GradientOfALargeVocabularyMatchesTheCpu) {
 }
 
 // Captured once, replayed with new indices and gradients, on both of the backward's paths (a
-// scan for 300 rows x 6 indices; a sort for 5,000 x 1,000, whose scratch lives in the capture's
-// pool and whose sort runs again on every replay).
+// scan for 6 indices; a sort for 1,000, whose scratch lives in the capture's pool and whose sort
+// runs again on every replay).
 TEST(CudaEmbeddingTest, CapturedGradientReplaysWithNewIndices) {
   SKIP_WITHOUT_GPU();
   const Stream stream = new_stream(kGpu);
@@ -151,8 +152,8 @@ TEST(CudaEmbeddingTest, CapturedGradientReplaysWithNewIndices) {
   }
 }
 
-// The sort path (5,000 rows x 1,000 indices) treats a bad index as the scan path does: reported
-// once, and NaN over the whole gradient.
+// The sort path (1,000 indices) treats a bad index as the scan path does: reported once, and NaN
+// over the whole gradient.
 TEST(CudaEmbeddingTest, BadIndexOnTheSortPathIsReportedAndGivesNaN) {
   SKIP_WITHOUT_GPU();
   std::vector<std::int64_t> values(1000, 3);
