@@ -12,10 +12,7 @@ namespace {
 
 template <typename T>
 void sgd_typed(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
-  const SgdCoefficients<T> c{static_cast<T>(reals[0]), static_cast<T>(reals[1]),
-                             static_cast<T>(reals[2]), call.attributes.flag,
-                             call.inputs.size() == 3};
+  const SgdCoefficients<T> c = sgd_coefficients<T>(call);
   const StridedLoop<3> loop = optim_loop<3>(call);
   T* param = optim_data<T>(call, 0);
   const T* grad = optim_data<T>(call, 1);
@@ -38,12 +35,7 @@ void adamw_typed(const OpCall& call) {
   const double lr = reals[0];
   const double beta1 = reals[1];
   const double beta2 = reals[2];
-  AdamwCoefficients<T> c{};
-  c.lr = static_cast<T>(lr);
-  c.beta1 = static_cast<T>(beta1);
-  c.beta2 = static_cast<T>(beta2);
-  c.eps = static_cast<T>(reals[3]);
-  c.decay_factor = static_cast<T>(1.0 - lr * call.attributes.scalar.to<double>());
+  const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const StridedLoop<4> loop = optim_loop<4>(call);
   T* param = optim_data<T>(call, 0);
   const T* grad = optim_data<T>(call, 1);

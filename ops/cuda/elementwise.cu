@@ -313,10 +313,6 @@ bool dense_like(const Tensor& input, const Tensor& out) {
   return input.is_contiguous() && input.sizes() == out.sizes();
 }
 
-cudaStream_t stream_of(const Tensor& out) {
-  return cuda_backend::cuda_stream(current_stream(out.device()));
-}
-
 // Calls f(T{}) for the dtypes in the list (a plain switch: no templated lambdas through nvcc).
 template <bool kWithBool, bool kWithIntegers = true, typename F>
 void dispatch_dtype(DType dtype, const char* what, F&& f) {

@@ -296,16 +296,8 @@ std::int64_t set_embedding_scan_limit(std::int64_t limit) {
 }
 
 void embedding_backward(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_embedding_backward<float>(call, outputs[0]);
-    case DType::Float64:
-      return launch_embedding_backward<double>(call, outputs[0]);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, "embedding_backward reached the CUDA kernel with dtype ",
-                        outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_embedding_backward<T>(call, outputs[0]); });
 }
 
 }  // namespace grove::ops::cuda

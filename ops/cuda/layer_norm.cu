@@ -254,29 +254,13 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
 }  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_layer_norm<float>(call, outputs);
-    case DType::Float64:
-      return launch_layer_norm<double>(call, outputs);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, "layer_norm reached the CUDA kernel with dtype ",
-                        outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_layer_norm<T>(call, outputs); });
 }
 
 void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_layer_norm_backward<float>(call, outputs);
-    case DType::Float64:
-      return launch_layer_norm_backward<double>(call, outputs);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, "layer_norm_backward reached the CUDA kernel with dtype ",
-                        outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_layer_norm_backward<T>(call, outputs); });
 }
 
 }  // namespace grove::ops::cuda

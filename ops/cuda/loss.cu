@@ -225,10 +225,6 @@ __global__ void loss_gradient(const LossArgs<T> args, const T* lse, std::int64_t
   }
 }
 
-cudaStream_t stream_of(const Tensor& out) {
-  return cuda_backend::cuda_stream(current_stream(out.device()));
-}
-
 template <typename T>
 void launch_cross_entropy(const OpCall& call, const OpOutputs& outputs) {
   const LossArgs<T> args = loss_args<T>(call, call.input(0), call.input(1));
@@ -291,53 +287,23 @@ void launch_loss_gradient(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void cross_entropy(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_cross_entropy<float>(call, outputs);
-    case DType::Float64:
-      return launch_cross_entropy<double>(call, outputs);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, "cross_entropy reached the CUDA kernel with dtype ",
-                        outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_cross_entropy<T>(call, outputs); });
 }
 
 void nll_loss(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_nll_loss<float>(call, outputs);
-    case DType::Float64:
-      return launch_nll_loss<double>(call, outputs);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, "nll_loss reached the CUDA kernel with dtype ", outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_nll_loss<T>(call, outputs); });
 }
-
-namespace {
-
-void loss_backward(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_loss_gradient<float>(call, outputs[0]);
-    case DType::Float64:
-      return launch_loss_gradient<double>(call, outputs[0]);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached the CUDA kernel with dtype ",
-                        outputs[0].dtype());
-}
-
-}  // namespace
 
 void cross_entropy_backward(const OpCall& call, const OpOutputs& outputs) {
-  loss_backward(call, outputs);
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 
 void nll_loss_backward(const OpCall& call, const OpOutputs& outputs) {
-  loss_backward(call, outputs);
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 
 }  // namespace grove::ops::cuda

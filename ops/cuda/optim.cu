@@ -40,16 +40,9 @@ __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
   }
 }
 
-cudaStream_t stream_of(const Tensor& t) {
-  return cuda_backend::cuda_stream(current_stream(t.device()));
-}
-
 template <typename T>
 void sgd_typed(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
-  const SgdCoefficients<T> c{static_cast<T>(reals[0]), static_cast<T>(reals[1]),
-                             static_cast<T>(reals[2]), call.attributes.flag,
-                             call.inputs.size() == 3};
+  const SgdCoefficients<T> c = sgd_coefficients<T>(call);
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
@@ -61,12 +54,7 @@ void sgd_typed(const OpCall& call) {
 template <typename T>
 void adamw_typed(const OpCall& call) {
   const auto& reals = call.attributes.reals;
-  AdamwCoefficients<T> c{};
-  c.lr = static_cast<T>(reals[0]);
-  c.beta1 = static_cast<T>(reals[1]);
-  c.beta2 = static_cast<T>(reals[2]);
-  c.eps = static_cast<T>(reals[3]);
-  c.decay_factor = static_cast<T>(1.0 - reals[0] * call.attributes.scalar.to<double>());
+  const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(

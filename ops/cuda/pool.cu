@@ -213,10 +213,6 @@ bool loop_fits_int32(std::int64_t total) {
   return total + kMaxBlocks * kThreads < INT_MAX;
 }
 
-cudaStream_t stream_of(const Tensor& out) {
-  return cuda_backend::cuda_stream(current_stream(out.device()));
-}
-
 PoolGeometry window_geometry(const DimVector& ints) {
   PoolGeometry g;
   g.kernel_h = ints[0];
@@ -317,20 +313,6 @@ void launch_max_backward(const OpCall& call, const Tensor& out) {
       cuda_backend::device_error_site(out.device(), "max_pool2d_backward", "index",
                                       "0 <= index < {bound} (the input plane's H * W)"));
   GROVE_CUDA_CHECK(cudaGetLastError());
-}
-
-// Runs body.template operator()<T>() for float32 and float64.
-template <typename Body>
-void dispatch_floating(const OpCall& call, DType dtype, Body body) {
-  switch (dtype) {
-    case DType::Float32:
-      return body.template operator()<float>();
-    case DType::Float64:
-      return body.template operator()<double>();
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached the CUDA kernel with dtype ", dtype);
 }
 
 }  // namespace

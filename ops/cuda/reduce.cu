@@ -202,10 +202,6 @@ __global__ void reduce_max_kernel(const T* x, T* values, std::int64_t* indices,
 
 // --- host side ---
 
-cudaStream_t stream_of(const Tensor& out) {
-  return cuda_backend::cuda_stream(current_stream(out.device()));
-}
-
 template <typename T>
 void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops) {
   cuda_backend::DeviceGuard guard(out.device());

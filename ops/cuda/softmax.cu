@@ -109,16 +109,8 @@ void launch_softmax(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void softmax(const OpCall& call, const OpOutputs& outputs) {
-  switch (outputs[0].dtype()) {
-    case DType::Float32:
-      return launch_softmax<float>(call, outputs[0]);
-    case DType::Float64:
-      return launch_softmax<double>(call, outputs[0]);
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached softmax() with dtype ",
-                        outputs[0].dtype());
+  dispatch_floating(call, outputs[0].dtype(),
+                    [&]<typename T>() { launch_softmax<T>(call, outputs[0]); });
 }
 
 }  // namespace grove::ops::cuda
