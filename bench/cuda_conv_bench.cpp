@@ -31,11 +31,8 @@
 // legacy API path) where the graph replays in 25 us.
 // Run: ./build/bench/cuda_conv_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
-#include <cuda_runtime_api.h>
 
-#include "core/cuda/cuda_device.h"
-#include "core/device_graph.h"
-#include "core/stream.h"
+#include "bench/cuda_timing.h"
 #include "core/tensor.h"
 #include "ops/conv.h"
 #include "ops/pool.h"
@@ -46,50 +43,6 @@ namespace {
 using grove::Tensor;
 
 constexpr int kCalls = 20;
-
-// Times kCalls calls of `call` with CUDA events; seconds per call. Eager: the calls launched one
-// by one (host overhead shows where it exceeds the GPU's time). Graph: the kCalls calls captured
-// once into a DeviceGraph and replayed, so the events see GPU time only.
-// Returns the seconds per call.
-template <typename Call>
-double time_gpu(benchmark::State& state, bool graphed, Call call) {
-  const grove::Device device = grove::cuda(0);
-  const grove::Stream stream = grove::new_stream(device);
-  const grove::StreamGuard guard(stream);
-  cudaStream_t cuda_stream = grove::cuda_backend::cuda_stream(stream);
-  for (int i = 0; i < 3; ++i) call();  // plans, workspaces and the allocator's cache
-  grove::synchronize(stream);
-  grove::DeviceGraph graph(device);
-  if (graphed) {
-    graph.begin_capture(stream);
-    for (int i = 0; i < kCalls; ++i) call();
-    graph.end_capture();
-  }
-  cudaEvent_t start = nullptr, stop = nullptr;
-  GROVE_CUDA_CHECK(cudaEventCreate(&start));
-  GROVE_CUDA_CHECK(cudaEventCreate(&stop));
-  double seconds = 0.0;
-  for (auto _ : state) {
-    GROVE_CUDA_CHECK(cudaEventRecord(start, cuda_stream));
-    if (graphed) {
-      graph.replay();
-    } else {
-      for (int i = 0; i < kCalls; ++i) call();
-    }
-    GROVE_CUDA_CHECK(cudaEventRecord(stop, cuda_stream));
-    GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float milliseconds = 0.0f;
-    GROVE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-    // An iteration is the whole batch, so Google Benchmark's run length follows the wall clock.
-    state.SetIterationTime(milliseconds / 1e3);
-    seconds += milliseconds / 1e3;
-  }
-  GROVE_CUDA_CHECK(cudaEventDestroy(start));
-  GROVE_CUDA_CHECK(cudaEventDestroy(stop));
-  const double per_call = seconds / (static_cast<double>(state.iterations()) * kCalls);
-  state.counters["us_per_call"] = per_call * 1e6;
-  return per_call;
-}
 
 bool skip_without_gpu(benchmark::State& state) {
   if (grove::cuda_is_available()) return false;
@@ -118,7 +71,7 @@ void run_conv(benchmark::State& state, bool measure) {
   const Tensor grad = grove::full({batch, out_channels, size, size}, 0.125, options);
   const grove::DimVector input_sizes{batch, channels, size, size};
   const grove::DimVector weight_sizes{out_channels, channels, 3, 3};
-  const double per_call = time_gpu(state, state.range(5) != 0, [&] {
+  const double per_call = grove::bench::time_gpu(state, state.range(5) != 0, kCalls, [&] {
     Tensor out;
     switch (op) {
       case kForward:
@@ -170,7 +123,7 @@ void BM_CudaMaxPool2d(benchmark::State& state) {
                                           {1, 1}, {1, 1});  // some values
   const auto [values, indices] = grove::ops::max_pool2d_with_indices(input, {2, 2});
   const Tensor grad = grove::full(values.sizes(), 1.0, options);
-  time_gpu(state, state.range(3) != 0, [&] {
+  grove::bench::time_gpu(state, state.range(3) != 0, kCalls, [&] {
     Tensor out = backward ? grove::ops::max_pool2d_backward(grad, indices, input.sizes())
                           : grove::ops::max_pool2d(input, {2, 2});
     benchmark::DoNotOptimize(out.data_ptr());

@@ -14,15 +14,12 @@
 // Run: ./build/bench/cuda_embedding_bench --benchmark_repetitions=5
 // --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
-#include <cuda_runtime_api.h>
 
 #include <cstdint>
 #include <random>
 #include <vector>
 
-#include "core/cuda/cuda_device.h"
-#include "core/device_graph.h"
-#include "core/stream.h"
+#include "bench/cuda_timing.h"
 #include "core/tensor.h"
 #include "ops/cuda/embedding.h"
 #include "ops/embedding.h"
@@ -47,8 +44,6 @@ void BM_CudaEmbedding(benchmark::State& state) {
   const std::int64_t default_limit = grove::ops::cuda::set_embedding_scan_limit(INT64_MAX);
   if (state.range(3) != 2) grove::ops::cuda::set_embedding_scan_limit(default_limit);
   const grove::Device gpu = grove::cuda(0);
-  const grove::Stream stream = grove::new_stream(gpu);
-  const grove::StreamGuard guard(stream);
   std::mt19937 engine(1);
   std::uniform_int_distribution<std::int64_t> pick(0, rows - 1);
   std::vector<std::int64_t> values(static_cast<std::size_t>(count));
@@ -60,31 +55,7 @@ void BM_CudaEmbedding(benchmark::State& state) {
     return backward ? grove::ops::embedding_backward(grad, indices, rows)
                     : grove::ops::embedding(weight, indices);
   };
-  for (int i = 0; i < 3; ++i) (void)call();
-  grove::synchronize(stream);
-  grove::DeviceGraph graph(gpu);
-  graph.begin_capture(stream);
-  for (int i = 0; i < kCalls; ++i) (void)call();
-  graph.end_capture();
-  cudaStream_t cuda_stream = grove::cuda_backend::cuda_stream(stream);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  GROVE_CUDA_CHECK(cudaEventCreate(&start));
-  GROVE_CUDA_CHECK(cudaEventCreate(&stop));
-  double seconds = 0.0;
-  for (auto _ : state) {
-    GROVE_CUDA_CHECK(cudaEventRecord(start, cuda_stream));
-    graph.replay();
-    GROVE_CUDA_CHECK(cudaEventRecord(stop, cuda_stream));
-    GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float milliseconds = 0.0f;
-    GROVE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-    state.SetIterationTime(milliseconds / 1e3);
-    seconds += milliseconds / 1e3;
-  }
-  GROVE_CUDA_CHECK(cudaEventDestroy(start));
-  GROVE_CUDA_CHECK(cudaEventDestroy(stop));
-  state.counters["us_per_call"] =
-      seconds * 1e6 / (static_cast<double>(state.iterations()) * kCalls);
+  grove::bench::time_gpu(state, /*graphed=*/true, kCalls, [&] { (void)call(); });
   grove::ops::cuda::set_embedding_scan_limit(default_limit);
 }
 BENCHMARK(BM_CudaEmbedding)

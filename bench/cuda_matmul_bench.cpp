@@ -2,7 +2,7 @@
 // TFLOP/s (2 M N K flops per product) at the reference models' shapes, plus an 8192^3 product
 // with TF32 off and on as the measured peak, and the host time of one small linear call.
 //
-// Timing: each iteration records a CUDA event, launches `kRepeats` calls on the current stream,
+// Timing: each iteration records a CUDA event, launches `kRepeats` calls on a stream of its own,
 // records another and waits for it; the time between the events is the iteration's time
 // (UseManualTime), so Google Benchmark's run length follows the wall clock, and the counters
 // us_per_call and TFLOP/s are per call. Small products are host-bound (the GPU idles between
@@ -31,6 +31,7 @@
 
 #include <chrono>
 
+#include "bench/cuda_timing.h"
 #include "core/device.h"
 #include "core/stream.h"
 #include "core/tensor.h"
@@ -51,38 +52,12 @@ using grove::Tensor;
 
 constexpr int kRepeats = 10;
 
-// Runs `body` kRepeats times per iteration between two CUDA events; reports TFLOP/s.
+// Runs `body` kRepeats times per iteration between two CUDA events (bench/cuda_timing.h, eager);
+// reports TFLOP/s next to us_per_call.
 template <typename Body>
 void time_on_gpu(benchmark::State& state, double flops_per_call, Body body) {
-#ifdef GROVE_HAS_CUDA
-  const grove::Device gpu = grove::cuda(0);
-  cudaStream_t stream = grove::cuda_backend::cuda_stream(grove::current_stream(gpu));
-  cudaEvent_t start = nullptr, stop = nullptr;
-  GROVE_CUDA_CHECK(cudaEventCreate(&start));
-  GROVE_CUDA_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < 3; ++i) body();  // warm-up: handles, workspace, plan cache
-  GROVE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  double seconds = 0.0;
-  for (auto _ : state) {
-    GROVE_CUDA_CHECK(cudaEventRecord(start, stream));
-    for (int i = 0; i < kRepeats; ++i) body();
-    GROVE_CUDA_CHECK(cudaEventRecord(stop, stream));
-    GROVE_CUDA_CHECK(cudaEventSynchronize(stop));
-    float milliseconds = 0.0f;
-    GROVE_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start, stop));
-    state.SetIterationTime(static_cast<double>(milliseconds) / 1e3);
-    seconds += static_cast<double>(milliseconds) / 1e3;
-  }
-  GROVE_CUDA_CHECK(cudaEventDestroy(start));
-  GROVE_CUDA_CHECK(cudaEventDestroy(stop));
-  const double calls = static_cast<double>(state.iterations()) * kRepeats;
-  state.counters["us_per_call"] = seconds * 1e6 / calls;
-  state.counters["TFLOP/s"] = flops_per_call * calls / seconds / 1e12;
-#else
-  (void)flops_per_call;
-  (void)body;
-  state.SkipWithError("no CUDA device");
-#endif
+  const double per_call = grove::bench::time_gpu(state, /*graphed=*/false, kRepeats, body);
+  state.counters["TFLOP/s"] = flops_per_call / per_call / 1e12;
 }
 
 Tensor on_gpu(grove::IntArrayRef sizes, float value) {
