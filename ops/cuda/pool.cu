@@ -59,24 +59,36 @@ __device__ inline WindowSpan<Index> window_span(Index out, Index stride, Index p
   return {start > 0 ? start : Index(0), end, padded_end - start};
 }
 
+// The window of output element i (of (planes, out_h, out_w) in row-major order): its input
+// plane, and its rows and columns clipped to the input.
+template <typename T, typename Index>
+struct Window {
+  const T* plane;
+  WindowSpan<Index> rows;
+  WindowSpan<Index> columns;
+};
+
+template <typename T, typename Index>
+__device__ inline Window<T, Index> window_of(const T* input, const PoolGeometry& g, Index i) {
+  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
+  const Index ox = i % out_w;
+  const Index oy = (i / out_w) % out_h;
+  const Index plane = i / out_w / out_h;
+  const Index channels = static_cast<Index>(g.channels);
+  return {input + (plane / channels) * static_cast<Index>(g.batch_stride) +
+              (plane % channels) * static_cast<Index>(g.channel_stride),
+          window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, static_cast<Index>(g.height)),
+          window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, static_cast<Index>(g.width))};
+}
+
 // values, indices: (planes, out_h, out_w) contiguous; `total` elements.
 template <typename T, typename Index>
 __global__ void max_pool_kernel(const T* input, T* values, std::int64_t* indices,
                                 const PoolGeometry g, Index total) {
-  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
-  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
+  const Index width = static_cast<Index>(g.width);
   for (Index i = static_cast<Index>(first_index()); i < total;
        i += static_cast<Index>(grid_step())) {
-    const Index ox = i % out_w;
-    const Index oy = (i / out_w) % out_h;
-    const Index plane = i / out_w / out_h;
-    const Index channels = static_cast<Index>(g.channels);
-    const T* in = input + (plane / channels) * static_cast<Index>(g.batch_stride) +
-                  (plane % channels) * static_cast<Index>(g.channel_stride);
-    const WindowSpan<Index> rows =
-        window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, height);
-    const WindowSpan<Index> columns =
-        window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, width);
+    const auto [in, rows, columns] = window_of<T, Index>(input, g, i);
     T best = -static_cast<T>(INFINITY);
     Index best_index = rows.begin * width + columns.begin;
     for (Index y = rows.begin; y < rows.end; ++y) {
@@ -96,20 +108,9 @@ __global__ void max_pool_kernel(const T* input, T* values, std::int64_t* indices
 
 template <typename T, typename Index>
 __global__ void avg_pool_kernel(const T* input, T* values, const PoolGeometry g, Index total) {
-  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
-  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
   for (Index i = static_cast<Index>(first_index()); i < total;
        i += static_cast<Index>(grid_step())) {
-    const Index ox = i % out_w;
-    const Index oy = (i / out_w) % out_h;
-    const Index plane = i / out_w / out_h;
-    const Index channels = static_cast<Index>(g.channels);
-    const T* in = input + (plane / channels) * static_cast<Index>(g.batch_stride) +
-                  (plane % channels) * static_cast<Index>(g.channel_stride);
-    const WindowSpan<Index> rows =
-        window_span<Index>(oy, g.stride_h, g.padding_h, g.kernel_h, height);
-    const WindowSpan<Index> columns =
-        window_span<Index>(ox, g.stride_w, g.padding_w, g.kernel_w, width);
+    const auto [in, rows, columns] = window_of<T, Index>(input, g, i);
     double sum = 0.0;
     for (Index y = rows.begin; y < rows.end; ++y) {
       for (Index x = columns.begin; x < columns.end; ++x) {
