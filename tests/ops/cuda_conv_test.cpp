@@ -1,10 +1,8 @@
-// Parity of the CUDA conv2d, conv2d_backward_input and conv2d_backward_weight kernels
-// (ops/cuda/conv.cpp, cuDNN) with the CPU kernels (ops/cpu/conv.cpp, ops/cpu/conv_backward.cpp),
-// the reference: the same values on both devices over strides, paddings, dilations, groups,
-// bias on and off, 1x1 kernels, batch 1 and odd sizes, the reference CNN's two layers,
-// non-contiguous operands and empty dims; that float32 really is computed without TF32 while
-// the switch is off; and one capture and replay of all three ops. Every test skips without a
-// CUDA device (CTest label `gpu`).
+// The CUDA convolutions (ops/cuda/conv.cpp, cuDNN) where a table of values (the parity table,
+// tests/ops/cuda_parity_test.cpp, which holds strides, paddings, dilations, groups, bias on and
+// off, 1x1 kernels and the CNN's layers) cannot say enough: that float32 really is computed
+// without TF32 while the switch is off, benchmark mode, and one capture and replay of all three
+// ops. Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,50 +93,6 @@ void check_case(const ConvCase& c, DType dtype, unsigned seed,
       conv2d_backward_weight(gpu_grad, gpu_input, c.weight, c.stride, c.padding, c.dilation,
                              c.groups),
       "conv2d_backward_weight " + what);
-}
-
-TEST(CudaConvTest, AllThreeOpsMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
-  unsigned seed = 1;
-  for (const ConvCase& c : conv_cases()) {
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      check_case(
-          c, dtype, seed, [](const Tensor& t) { return t; }, "contiguous");
-      seed += 4;
-    }
-  }
-}
-
-// Non-contiguous operands on the GPU: a copy whose (H, W) planes are stored transposed, and a
-// strided slice of a buffer twice as wide.
-TEST(CudaConvTest, NonContiguousOperandsMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
-  auto transposed = [](const Tensor& t) {
-    const Tensor stored = t.transpose(-1, -2).contiguous();
-    Tensor view = stored.transpose(-1, -2);
-    EXPECT_TRUE(!view.is_contiguous() || t.size(-1) <= 1 || t.size(-2) <= 1);
-    return view;
-  };
-  auto sliced = [](const Tensor& t) {
-    DimVector wide(t.sizes());
-    wide[wide.size() - 1] *= 2;
-    Tensor view =
-        zeros(wide, TensorOptions(t.dtype()).device(t.device())).slice(-1, 1, wide.back(), 2);
-    view.copy_(t);
-    return view;
-  };
-  unsigned seed = 100;
-  for (const ConvCase& c : conv_cases()) {
-    if (c.name == "empty batch" || c.name == "no output channels" ||
-        c.name == "no input channels") {
-      continue;
-    }
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      check_case(c, dtype, seed, transposed, "transposed planes");
-      check_case(c, dtype, seed + 1, sliced, "strided slice");
-      seed += 8;
-    }
-  }
 }
 
 // Restores the TF32 switch when the test ends.

@@ -1,9 +1,9 @@
-// Parity of the CUDA embedding and embedding_backward kernels (ops/cuda/embedding.cu) with the
-// CPU kernels (ops/cpu/embedding.cpp), the reference: contiguous, transposed and strided tables,
-// indices of several shapes (0-d, empty, strided, the GPT batch of 2048), heavily repeated
-// indices in the gradient, integer tables; and out-of-range indices, which are reported at the
-// next synchronisation and give NaN in the meantime (Note [Out-of-range indices on the GPU]; more
-// in cuda_device_errors_test.cpp). Every test skips without a CUDA device (CTest label `gpu`).
+// The CUDA embedding kernels (ops/cuda/embedding.cu) where a table of values (the parity table,
+// tests/ops/cuda_parity_test.cpp, which holds both backward paths and integer tables) cannot say
+// enough: a captured gradient replayed with new indices, and out-of-range indices, which are
+// reported at the next synchronisation and give NaN in the meantime (Note [Out-of-range indices
+// on the GPU]; more in cuda_device_errors_test.cpp). Every test skips without a CUDA device
+// (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,77 +42,6 @@ struct IndexCase {
   bool strided;   // read through a stride-2 view
   bool repeated;  // draw from 3 rows only, so most indices repeat
 };
-
-// Indices in [0, rows) (or [0, 3) when repeated), on `device`.
-Tensor make_indices(const IndexCase& c, std::int64_t rows, unsigned seed, Device device) {
-  const std::int64_t high = c.repeated ? std::min<std::int64_t>(3, rows) : rows;
-  if (!c.strided) return testing::random_integers(c.sizes, 0, high, seed).to(device);
-  DimVector doubled(c.sizes);
-  doubled[doubled.size() - 1] *= 2;
-  const Tensor base = testing::random_integers(doubled, 0, high, seed).to(device);
-  return base.slice(-1, 0, doubled.back(), 2);
-}
-
-TEST(CudaEmbeddingTest, GatherAndGradientMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
-  const std::vector<testing::Layout> tables = {
-      {"gpt table", {128, 128}, [](const Tensor& t) { return t; }},
-      {"transposed table", {24, 50}, [](const Tensor& t) { return t.transpose(0, 1); }},
-      {"strided table", {50, 70}, [](const Tensor& t) { return t.slice(1, 1, 70, 3); }},
-      {"wide rows", {6, 300}, [](const Tensor& t) { return t; }},
-  };
-  const std::vector<IndexCase> index_cases = {
-      {"gpt batch (8, 256)", {8, 256}, false, false},
-      {"repeated", {3, 77}, false, true},
-      {"strided", {5, 9}, true, false},
-      {"0-d", {}, false, false},
-      {"empty", {0, 4}, false, false},
-  };
-  unsigned seed = 1;
-  for (const testing::Layout& table : tables) {
-    for (DType dtype : {DType::Float32, DType::Float64, DType::Int64}) {
-      const Tensor base = testing::random_quarters(table.base, dtype, seed++);
-      const Tensor weight = table.view(base);
-      const Tensor gpu_weight = table.view(base.to(kGpu));
-      const std::int64_t rows = weight.size(0), features = weight.size(1);
-      for (const IndexCase& c : index_cases) {
-        const Tensor indices = make_indices(c, rows, seed, kCPU);
-        const Tensor gpu_indices = make_indices(c, rows, seed++, kGpu);
-        const std::string what = table.name + " " + std::string(dtype_name(dtype)) + ", " + c.name;
-        expect_exact(embedding(weight, indices), embedding(gpu_weight, gpu_indices),
-                     "embedding " + what);
-        if (dtype == DType::Int64) continue;  // gradients are floating point
-        DimVector grad_sizes(indices.sizes());
-        grad_sizes.push_back(features);
-        const Tensor grad = testing::random_tensor(grad_sizes, dtype, -2.0, 2.0, seed++);
-        expect_exact(embedding_backward(grad, indices, rows),
-                     embedding_backward(strided_on_gpu(grad), gpu_indices, rows),
-                     "embedding_backward " + what);
-        // More weight rows than any index picks: the rows nobody picks are 0.
-        expect_exact(embedding_backward(grad, indices, rows + 5),
-                     embedding_backward(grad.to(kGpu), gpu_indices, rows + 5),
-                     "embedding_backward, unpicked rows, " + what);
-      }
-    }
-  }
-}
-
-// A vocabulary far larger than the reference GPT's: the sort takes several radix passes (16 bits
-// for 50,000 rows), and most rows are picked by no index. (The GPT batch of GatherAndGradient...
-// above, 2048 indices, takes the sort path too; its other cases the scan.)
-TEST(CudaEmbeddingTest, GradientOfALargeVocabularyMatchesTheCpu) {
-  SKIP_WITHOUT_GPU();
-  const std::int64_t rows = 50000, features = 6, count = 5000;
-  std::mt19937 engine(7);
-  std::uniform_int_distribution<std::int64_t> pick(0, rows - 1);
-  std::vector<std::int64_t> values(static_cast<std::size_t>(count));
-  for (std::int64_t& value : values) value = pick(engine) % 3 == 0 ? 12345 : pick(engine);
-  const Tensor indices = from_vector(values);
-  const Tensor grad = testing::random_tensor({count, features}, DType::Float32, -2.0, 2.0, 8);
-  expect_exact(embedding_backward(grad, indices, rows),
-               embedding_backward(grad.to(kGpu), indices.to(kGpu), rows),
-               "embedding_backward, 50,000 rows");
-}
 
 // Captured once, replayed with new indices and gradients, on both of the backward's paths (a
 // scan for 6 indices; a sort for 1,000, whose scratch lives in the capture's pool and whose sort

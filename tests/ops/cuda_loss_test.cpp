@@ -1,11 +1,8 @@
-// Parity of the CUDA loss kernels (ops/cuda/loss.cu) with the CPU kernels (ops/cpu/softmax.cpp,
-// ops/cpu/softmax_backward.cpp), the reference: cross_entropy, nll_loss and their gradients on
-// the same values and layouts on both devices: contiguous, transposed and strided scores,
-// strided targets, ignored rows (none, some, all), rows longer than a warp's share (block rows),
-// the GPT and MLP shapes, empty batches; out-of-range targets (reported at the next
-// synchronisation and NaN until then, see Note [Out-of-range targets on the GPU]); and one capture
-// and replay of cross_entropy with its gradient. Every test skips without a CUDA device (CTest
-// label `gpu`).
+// The CUDA loss kernels (ops/cuda/loss.cu) where a table of values (the parity table,
+// tests/ops/cuda_parity_test.cpp, which holds the layouts, ignored rows, block rows and the model
+// shapes) cannot say enough: out-of-range targets (reported at the next synchronisation and NaN
+// until then, see Note [Out-of-range targets on the GPU]) and one capture and replay of
+// cross_entropy with its gradient. Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,18 +39,6 @@ struct ScoreLayout {
   DimVector base;
   std::function<Tensor(const Tensor&)> view;
 };
-
-std::vector<ScoreLayout> score_layouts() {
-  auto same = [](const Tensor& t) { return t; };
-  auto transposed = [](const Tensor& t) { return t.transpose(0, 1); };
-  auto strided = [](const Tensor& t) { return t.slice(1, 1, t.sizes()[1], 2); };
-  return {
-      {"contiguous", {37, 53}, same},  {"transposed", {53, 37}, transposed},
-      {"strided", {37, 106}, strided}, {"gpt", {2048, 128}, same},
-      {"mlp", {128, 10}, same},        {"block rows", {5, 3001}, same},
-      {"one class", {9, 1}, same},     {"empty", {0, 7}, same},
-  };
-}
 
 // Targets in [0, classes), every `ignore_every`-th set to ignore_index (positions
 // ignore_every - 1, 2 ignore_every - 1, ...; ignore_every 0: none, 1: all), read through a stride-2
@@ -96,71 +81,6 @@ struct TargetCase {
   std::int64_t ignore_index;
   bool strided;
 };
-
-TEST(CudaLossTest, LossesAndGradientsMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
-  const std::vector<TargetCase> target_cases = {
-      {"no ignored rows", 0, -100, false},
-      {"every third row ignored", 3, -100, false},
-      {"ignore_index 2, a class, strided targets", 4, 2, true},
-      {"every row ignored", 1, -1, false},
-  };
-  unsigned seed = 1;
-  for (const ScoreLayout& layout : score_layouts()) {
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      const Tensor base = testing::random_tensor(layout.base, dtype, -6.0, 6.0, seed++);
-      const Tensor scores = layout.view(base);
-      const Tensor gpu_scores = layout.view(base.to(kGpu));
-      const std::int64_t rows = scores.size(0), classes = scores.size(1);
-      const Tensor lse = row_lse(scores);
-      const Tensor grad = full({}, 0.75, TensorOptions(dtype));
-      for (const TargetCase& target_case : target_cases) {
-        const Tensor targets = make_targets(rows, classes, seed++, target_case.ignore_every,
-                                            target_case.ignore_index, target_case.strided);
-        const Tensor gpu_targets =
-            target_case.strided ? make_targets(rows, classes, seed - 1, target_case.ignore_every,
-                                               target_case.ignore_index, false)
-                                      .to(kGpu)
-                                : targets.to(kGpu);
-        const std::int64_t ignore = target_case.ignore_index;
-        const std::string what =
-            layout.name + " " + std::string(dtype_name(dtype)) + ", " + target_case.name;
-        expect_parity(cross_entropy(scores, targets, ignore),
-                      cross_entropy(gpu_scores, gpu_targets, ignore), "cross_entropy " + what);
-        expect_parity(nll_loss(scores, targets, ignore), nll_loss(gpu_scores, gpu_targets, ignore),
-                      "nll_loss " + what);
-        expect_parity(
-            cross_entropy_backward(grad, scores, targets, lse, ignore),
-            cross_entropy_backward(grad.to(kGpu), gpu_scores, gpu_targets, lse.to(kGpu), ignore),
-            "cross_entropy_backward " + what);
-        expect_parity(nll_loss_backward(grad, scores, targets, ignore),
-                      nll_loss_backward(grad.to(kGpu), gpu_scores, gpu_targets, ignore),
-                      "nll_loss_backward " + what);
-      }
-    }
-  }
-}
-
-// The GPU also reads strided targets (a view of every other element).
-TEST(CudaLossTest, StridedTargetsOnTheGpu) {
-  SKIP_WITHOUT_GPU();
-  const Tensor scores = testing::random_tensor({40, 12}, DType::Float32, -4.0, 4.0, 3);
-  const Tensor targets = make_targets(40, 12, 4, 5, -100, true);
-  const Tensor gpu_targets = make_targets(40, 12, 4, 5, -100, false).to(kGpu);
-  const Tensor gpu_strided = from_vector(std::vector<double>(80, 0.0)).to(DType::Int64).to(kGpu);
-  gpu_strided.slice(0, 0, 80, 2).copy_(gpu_targets);
-  const Tensor strided_view = gpu_strided.slice(0, 0, 80, 2);
-  ASSERT_FALSE(strided_view.is_contiguous());
-  expect_parity(cross_entropy(scores, targets), cross_entropy(scores.to(kGpu), strided_view),
-                "cross_entropy, strided targets on the GPU");
-  expect_parity(nll_loss(scores, targets), nll_loss(scores.to(kGpu), strided_view),
-                "nll_loss, strided targets on the GPU");
-  const Tensor grad = full({}, -1.5, TensorOptions(DType::Float32));
-  const Tensor lse = row_lse(scores);
-  expect_parity(cross_entropy_backward(grad, scores, targets, lse),
-                cross_entropy_backward(grad.to(kGpu), scores.to(kGpu), strided_view, lse.to(kGpu)),
-                "cross_entropy_backward, strided targets on the GPU");
-}
 
 // The CPU throws for a target outside [0, C); the GPU reports it at the next synchronisation,
 // and until then the loss is NaN and the bad row's gradient is NaN, the other rows' gradients

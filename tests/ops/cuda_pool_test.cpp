@@ -1,10 +1,8 @@
-// Parity of the CUDA pooling kernels (ops/cuda/pool.cu) with the CPU kernels (ops/cpu/pool.cpp),
-// the reference, bit for bit: max_pool2d's values and indices (ties, NaNs, -inf windows),
-// avg_pool2d, and both gradients, over kernels, strides and paddings (overlapping windows,
-// windows leaving input rows out), 3-d and 4-d inputs, batch 1 and odd sizes, the reference
-// CNN's shape, non-contiguous inputs and an empty batch; max_pool2d_backward with indices that
-// repeat inside and across warps; and one capture and replay. Every test skips without a CUDA
-// device (CTest label `gpu`).
+// The CUDA pooling kernels (ops/cuda/pool.cu) where a table of values (the parity table,
+// tests/ops/cuda_parity_test.cpp, which holds kernels, strides, paddings, 3-d and 4-d inputs,
+// the layouts and an empty batch) cannot say enough: max_pool2d's choice among infinities and
+// NaNs, max_pool2d_backward with indices that repeat inside and across warps, and one capture
+// and replay. Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -37,83 +35,6 @@ struct PoolCase {
   DimVector input;
   DimVector kernel, stride, padding;
 };
-
-std::vector<PoolCase> pool_cases() {
-  return {
-      {"CNN 28x28", {8, 32, 28, 28}, {2, 2}, {}, {0, 0}},
-      {"CNN 14x14", {8, 64, 14, 14}, {2, 2}, {}, {0, 0}},
-      {"overlapping", {2, 3, 9, 11}, {3, 3}, {1, 1}, {1, 1}},
-      {"strided and padded", {2, 3, 10, 7}, {3, 2}, {2, 3}, {1, 1}},
-      {"3-d", {3, 8, 9}, {2, 3}, {2, 1}, {1, 0}},
-      {"batch 1, odd", {1, 1, 13, 17}, {5, 3}, {3, 2}, {2, 1}},
-      {"rows left out", {2, 2, 7, 7}, {2, 2}, {}, {0, 0}},
-      {"one big plane", {1, 1, 200, 300}, {3, 3}, {2, 2}, {1, 1}},
-  };
-}
-
-// The four ops on both devices from the same values; `view` makes the GPU input's layout from a
-// GPU copy, and the CPU reads the CPU copy (the CPU kernel reads strides itself).
-void check_case(const PoolCase& c, DType dtype, unsigned seed, int nan_every,
-                const std::function<Tensor(const Tensor&)>& view, const std::string& layout) {
-  const std::string what = c.name + " " + std::string(dtype_name(dtype)) + " " + layout +
-                           (nan_every > 0 ? " with NaNs" : "");
-  const Tensor input = random_quarters(c.input, dtype, seed, nan_every);  // ties everywhere
-  const Tensor gpu_input = view(input.to(kGpu));
-  const auto [values, indices] = max_pool2d_with_indices(input, c.kernel, c.stride, c.padding);
-  const auto [gpu_values, gpu_indices] =
-      max_pool2d_with_indices(gpu_input, c.kernel, c.stride, c.padding);
-  expect_exact(values, gpu_values, "max_pool2d values " + what);
-  expect_exact(indices, gpu_indices, "max_pool2d indices " + what);
-  expect_exact(avg_pool2d(input, c.kernel, c.stride, c.padding),
-               avg_pool2d(gpu_input, c.kernel, c.stride, c.padding), "avg_pool2d " + what);
-  // Gradients with full mantissas, so that a different summation order would show.
-  const Tensor grad = testing::random_tensor(values.sizes(), dtype, -2.0, 2.0, seed + 1);
-  const Tensor gpu_grad = view(grad.to(kGpu));
-  expect_exact(max_pool2d_backward(grad, indices, c.input),
-               max_pool2d_backward(gpu_grad, gpu_indices, c.input), "max_pool2d_backward " + what);
-  expect_exact(avg_pool2d_backward(grad, c.input, c.kernel, c.stride, c.padding),
-               avg_pool2d_backward(gpu_grad, c.input, c.kernel, c.stride, c.padding),
-               "avg_pool2d_backward " + what);
-}
-
-TEST(CudaPoolTest, AllFourOpsMatchTheCpuBitForBit) {
-  SKIP_WITHOUT_GPU();
-  unsigned seed = 1;
-  for (const PoolCase& c : pool_cases()) {
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      for (int nan_every : {0, 7}) {
-        check_case(
-            c, dtype, seed, nan_every, [](const Tensor& t) { return t; }, "contiguous");
-        seed += 2;
-      }
-    }
-  }
-}
-
-TEST(CudaPoolTest, NonContiguousInputsMatchTheCpu) {
-  SKIP_WITHOUT_GPU();
-  auto transposed = [](const Tensor& t) {
-    Tensor view = t.transpose(-1, -2).contiguous().transpose(-1, -2);
-    EXPECT_FALSE(view.is_contiguous());
-    return view;
-  };
-  auto sliced = [](const Tensor& t) {
-    DimVector wide(t.sizes());
-    wide[wide.size() - 1] *= 3;
-    Tensor view =
-        zeros(wide, TensorOptions(t.dtype()).device(t.device())).slice(-1, 2, wide.back(), 3);
-    view.copy_(t);
-    return view;
-  };
-  unsigned seed = 500;
-  for (const PoolCase& c : pool_cases()) {
-    for (DType dtype : {DType::Float32, DType::Float64}) {
-      check_case(c, dtype, seed, 7, transposed, "transposed planes");
-      check_case(c, dtype, seed + 1, 0, sliced, "strided slice");
-      seed += 2;
-    }
-  }
-}
 
 // Windows of only -inf keep the first element's index; NaN wins over numbers and over -inf, and
 // of several NaNs the last one's index is kept (every NaN replaces the best so far).
@@ -156,17 +77,6 @@ TEST(CudaPoolTest, MaxPoolBackwardAddsRepeatedIndicesInOrder) {
                    "max_pool2d_backward " + std::string(dtype_name(dtype)));
     }
   }
-}
-
-TEST(CudaPoolTest, EmptyBatchGivesEmptyResults) {
-  SKIP_WITHOUT_GPU();
-  const Tensor input = zeros({0, 3, 6, 6}, TensorOptions().device(kGpu));
-  const auto [values, indices] = max_pool2d_with_indices(input, {2, 2});
-  EXPECT_EQ(values.sizes(), IntArrayRef(DimVector{0, 3, 3, 3}));
-  EXPECT_EQ(indices.sizes(), IntArrayRef(DimVector{0, 3, 3, 3}));
-  EXPECT_EQ(avg_pool2d(input, {2, 2}).sizes(), IntArrayRef(DimVector{0, 3, 3, 3}));
-  EXPECT_EQ(max_pool2d_backward(values, indices, {0, 3, 6, 6}).sizes(), input.sizes());
-  EXPECT_EQ(avg_pool2d_backward(values, {0, 3, 6, 6}, {2, 2}).sizes(), input.sizes());
 }
 
 TEST(CudaPoolTest, CapturedPoolingReplaysWithNewInputs) {
