@@ -9,6 +9,7 @@
 #include "ops/cpu/conv.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -218,6 +219,11 @@ Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& input, IntArrayR
       conv_attributes(kConv2dBackwardWeight, stride, padding, dilation, groups, weight_sizes,
                       "weight_sizes (O, C / groups, kH, kW)");
   return dispatch(kConv2dBackwardWeight, {grad, input}, attributes)[0];
+}
+
+std::span<const OpEntry> conv_entries() {
+  static constexpr OpEntry kEntries[] = {kConv2d, kConv2dBackwardInput, kConv2dBackwardWeight};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -8,6 +8,7 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -295,6 +296,14 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate) {
   OpAttributes attributes;
   attributes.flag = approximate;
   return dispatch(kGeluBackward, {grad, x}, attributes)[0];
+}
+
+std::span<const OpEntry> elementwise_entries() {
+  static constexpr OpEntry kEntries[] = {
+      kAdd,  kSub,   kMul, kDiv,   kMaximum,    kMinimum, kEq,   kNe,   kLt,
+      kLe,   kGt,    kGe,  kWhere, kMaskedFill, kClamp,   kNeg,  kExp,  kLog,
+      kSqrt, kRsqrt, kPow, kAbs,   kTanh,       kSigmoid, kRelu, kGelu, kGeluBackward};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -7,6 +7,7 @@
 #include "ops/cpu/embedding.h"
 #include "ops/cuda/embedding.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -60,6 +61,11 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, std::int64_
   OpAttributes attributes;
   attributes.ints = {num_weights};
   return dispatch(kEmbeddingBackward, {grad, indices}, attributes)[0];
+}
+
+std::span<const OpEntry> embedding_entries() {
+  static constexpr OpEntry kEntries[] = {kEmbedding, kEmbeddingBackward};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -10,6 +10,7 @@
 #include "ops/cuda/inplace.h"
 #include "ops/cuda/random.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -204,6 +205,12 @@ const Tensor& uniform_(const Tensor& x, double low, double high, Generator* gene
 
 const Tensor& normal_(const Tensor& x, double mean, double std, Generator* generator) {
   return run(kNormal, x, {x}, with_reals(mean, std, generator));
+}
+
+std::span<const OpEntry> inplace_entries() {
+  static constexpr OpEntry kEntries[] = {kAddInplace, kMulInplace, kAddcmul, kAddcdiv, kLerp,
+                                         kFill,       kCopy,       kUniform, kNormal};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -12,6 +12,7 @@
 #include "ops/cpu/layer_norm.h"
 #include "ops/cuda/layer_norm.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -120,6 +121,11 @@ LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Te
   if (weight.defined()) inputs.push_back(weight);
   OpOutputs outputs = dispatch(kLayerNormBackward, inputs, attributes);
   return {outputs[0], outputs[1], outputs[2]};
+}
+
+std::span<const OpEntry> layer_norm_entries() {
+  static constexpr OpEntry kEntries[] = {kLayerNorm, kLayerNormBackward};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -7,6 +7,7 @@
 #include "ops/cpu/linalg.h"
 #include "ops/cuda/linalg.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -102,6 +103,11 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (bias.defined()) return dispatch(kLinear, {x, weight, bias})[0];
   return dispatch(kLinear, {x, weight})[0];
+}
+
+std::span<const OpEntry> linalg_entries() {
+  static constexpr OpEntry kEntries[] = {kMatmul, kLinear, kBmm};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -1,16 +1,22 @@
 // OpKind: every op grove has, in one list. The list is the table of contents of ops/: each entry
 // names the op as users spell it, and the family file that declares, checks and runs it.
 //
-// Recipe for adding an op (see also dispatch.h):
+// Recipe for adding an op (see also dispatch.h and op_table.h):
 //   1. add it to GROVE_OPS below, in its family;
 //   2. declare the user function in ops/<family>.h and write it in ops/<family>.cpp: build the
 //      OpAttributes, call dispatch() with the family's OpEntry for the op;
 //   3. write its argument check and output shapes (the entry's `infer`) in ops/<family>.cpp, its
-//      CPU kernel in ops/cpu/<family>.cpp (and, with the CUDA backend, ops/cuda/<family>.cu);
-//   4. add the OpEntry to the family's entry list (ops/<family>.cpp);
-//   5. its derivative rule in autograd/ (autograd issue);
+//      CPU kernel in ops/cpu/<family>.cpp and its CUDA kernel in ops/cuda/<family>.cu (or list
+//      the op in tests/ops/op_table_test.cpp as one without a CUDA kernel);
+//   4. add the OpEntry to the family's entry list (<family>_entries() at the end of
+//      ops/<family>.cpp), which the op table (op_entry(kind), ops/op_table.h) gathers;
+//   5. its derivative rule in the matching autograd/rules_*.cpp, headed by its math, and a
+//      gradcheck case in tests/autograd/gradcheck_<family>_test.cpp (or Differentiability::Never
+//      or NoRule in the rule list); tests/autograd/gradcheck_coverage_test.cpp checks both;
 //   6. a test entry in tests/ops/<family>_test.cpp against a naive double reference, and a
-//      benchmark in bench/ if it is hot.
+//      parity test of the CUDA kernel against the CPU kernel in
+//      tests/ops/cuda_<family>_test.cpp;
+//   7. a benchmark in bench/ if it is hot.
 #pragma once
 
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include "ops/cuda/kernel_entry.h"
 #include "ops/cuda/optim.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -128,6 +129,11 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
   attributes.scalar = Scalar(options.weight_decay);
   dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step}, attributes);
   return param;
+}
+
+std::span<const OpEntry> optim_entries() {
+  static constexpr OpEntry kEntries[] = {kSgd, kAdamw};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -5,6 +5,7 @@
 #include "ops/cpu/pool.h"
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -182,6 +183,12 @@ Tensor avg_pool2d_backward(const Tensor& grad, IntArrayRef input_sizes, IntArray
   OpAttributes attributes = window_attributes(kAvgPool2dBackward, kernel, stride, padding);
   append_input_sizes(attributes.ints, input_sizes, kAvgPool2dBackward);
   return dispatch(kAvgPool2dBackward, {grad}, attributes)[0];
+}
+
+std::span<const OpEntry> pool_entries() {
+  static constexpr OpEntry kEntries[] = {kMaxPool2d, kAvgPool2d, kMaxPool2dBackward,
+                                         kAvgPool2dBackward};
+  return kEntries;
 }
 
 }  // namespace grove::ops

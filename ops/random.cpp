@@ -11,6 +11,7 @@
 #include "core/stream.h"
 #include "ops/cpu/random.h"
 #include "ops/cuda/random.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -122,6 +123,11 @@ Tensor dropout(const Tensor& x, double p, bool train, Generator* generator) {
   attributes.flag = true;
   attributes.generator = generator;
   return dispatch(kDropout, {x}, attributes)[0];
+}
+
+std::span<const OpEntry> random_entries() {
+  static constexpr OpEntry kEntries[] = {kRand, kRandn, kRandint, kDropout};
+  return kEntries;
 }
 
 namespace detail {

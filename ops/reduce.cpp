@@ -12,6 +12,7 @@
 #include "ops/cpu/reduce.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -155,6 +156,11 @@ Tensor var(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
 }
 Tensor var(const Tensor& x) {
   return reduce(kVar, x, {}, false, 1.0);
+}
+
+std::span<const OpEntry> reduce_entries() {
+  static constexpr OpEntry kEntries[] = {kSum, kMean, kMax, kArgmax, kVar};
+  return kEntries;
 }
 
 }  // namespace grove::ops

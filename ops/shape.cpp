@@ -9,6 +9,7 @@
 #include "ops/cpu/shape.h"
 #include "ops/cuda/shape.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -172,6 +173,11 @@ Tensor triu(const Tensor& x, std::int64_t diagonal) {
 
 Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
   return dispatch(kOneHot, {indices}, with_int(num_classes))[0];
+}
+
+std::span<const OpEntry> shape_entries() {
+  static constexpr OpEntry kEntries[] = {kCat, kTril, kTriu, kOneHot};
+  return kEntries;
 }
 
 }  // namespace grove::ops

@@ -20,6 +20,7 @@
 #include "ops/cpu/softmax.h"
 #include "ops/cuda/softmax.h"
 #include "ops/dispatch.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -136,6 +137,12 @@ Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Te
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
                          std::int64_t ignore_index) {
   return dispatch(kNllLossBackward, {grad, log_probs, targets}, with_int(ignore_index))[0];
+}
+
+std::span<const OpEntry> softmax_entries() {
+  static constexpr OpEntry kEntries[] = {kSoftmax, kLogSoftmax,           kCrossEntropy,
+                                         kNllLoss, kCrossEntropyBackward, kNllLossBackward};
+  return kEntries;
 }
 
 }  // namespace grove::ops

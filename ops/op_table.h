@@ -1,0 +1,41 @@
+// The op table: every op's OpEntry (argument check, CPU kernel, CUDA kernel), found by its kind.
+//
+// The user functions (ops::add, ops::conv2d, ...) hold their own entry and never look it up;
+// the table is for code that has only a kind and attributes in hand, such as an interpreter that
+// replays a recorded node: dispatch(op_entry(node.kind), inputs, node.attributes) runs the op
+// exactly as its user function would (the same checks, kernels and observers).
+//
+// It is gathered, the first time it is used, from one list per op family (the functions below,
+// each written at the end of ops/<family>.cpp), the way autograd/derivatives.cpp gathers the
+// derivative rules: no static registration, and one list to read per family. An op missing from
+// every list, or present in two, is a bug in grove (an internal assertion; a test checks that
+// every OpKind has exactly one entry).
+//
+// Thread safety: the table is built once (a function-local static) and read-only after that.
+#pragma once
+
+#include <span>
+
+#include "ops/dispatch.h"
+
+namespace grove::ops {
+
+// The entry of `kind`. Lives as long as the program.
+const OpEntry& op_entry(OpKind kind);
+
+// The families' entry lists (ops/<family>.cpp), gathered by op_entry(). The order within a list
+// is the order of GROVE_OPS in ops/op_kind.h.
+std::span<const OpEntry> elementwise_entries();
+std::span<const OpEntry> inplace_entries();
+std::span<const OpEntry> optim_entries();
+std::span<const OpEntry> reduce_entries();
+std::span<const OpEntry> linalg_entries();
+std::span<const OpEntry> softmax_entries();  // softmax, log_softmax, the losses and gradients
+std::span<const OpEntry> layer_norm_entries();
+std::span<const OpEntry> embedding_entries();
+std::span<const OpEntry> conv_entries();
+std::span<const OpEntry> pool_entries();
+std::span<const OpEntry> shape_entries();
+std::span<const OpEntry> random_entries();
+
+}  // namespace grove::ops
