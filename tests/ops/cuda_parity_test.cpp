@@ -89,7 +89,6 @@ struct Row {
   std::vector<Shapes> shapes;
   RunFn run;
   ParityTolerances tolerances;
-  bool layouts = true;  // false: contiguous GPU inputs only (ops that refuse other layouts)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1074,10 +1073,8 @@ class KindSeen final : public OpObserver {
 constexpr std::uint64_t kSeed = 20261125;
 
 void run_row(const Row& row) {
-  const std::vector<Layout> layouts = row.layouts
-                                          ? std::vector<Layout>{Layout::Contiguous, Layout::Offset,
-                                                                Layout::Strided, Layout::Transposed}
-                                          : std::vector<Layout>{Layout::Contiguous};
+  const Layout layouts[] = {Layout::Contiguous, Layout::Offset, Layout::Strided,
+                            Layout::Transposed};
   for (const DType dtype : row.dtypes) {
     for (const Shapes& shapes : row.shapes) {
       ASSERT_TRUE(row.inputs.empty() || shapes.sizes.size() == row.inputs.size())
