@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "ops/dispatch.h"
+#include "ops/matrix_view.h"
 
 namespace grove::ops::cpu {
 
@@ -89,22 +90,6 @@ struct Bias {
   BiasMode mode = BiasMode::None;
   std::int64_t stride = 1;
 };
-
-// Finds a MatrixRef layout for (rows, cols) with the given element strides: true and the layout
-// if one dim has unit stride (size-1 dims count as unit), false if the matrix must be copied.
-bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                   std::int64_t col_stride, bool& row_major, std::int64_t& leading);
-
-// How an operand is read as a stack of matrices.
-enum class Role {
-  Left,        // a: (K) as (1, K), or (..., M, K)
-  Right,       // b: (K) as (K, 1), or (..., K, N)
-  Transposed,  // linear's weight (N, K), read as (K, N)
-};
-
-// The (batch..., rows, cols) sizes and strides under which `tensor` is read in `role`, without
-// making a view (shared with the CUDA kernel, ops/cuda/linalg.cpp).
-void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides);
 
 // c (a.rows x b.cols, row-major with leading dimension ldc) = a @ b, plus the bias if any.
 // K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see Note

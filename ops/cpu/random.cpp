@@ -31,14 +31,6 @@ StridedLoop<1> loop_over(const Tensor& out, const char* name) {
 
 }  // namespace
 
-std::uint64_t counters_for_uniform(DType dtype, std::int64_t numel) {
-  return ceil_div(numel, dtype == DType::Float32 ? 4 : 2);
-}
-
-std::uint64_t counters_for_normal(DType dtype, std::int64_t numel) {
-  return ceil_div(numel, dtype == DType::Float32 ? 4 : 2);
-}
-
 void launch_uniform(const Tensor& out, double low, double high, PhiloxArgs args) {
   if (out.numel() == 0) return;
   const StridedLoop<1> loop = loop_over(out, "uniform");

@@ -13,8 +13,8 @@
 
 #include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
+#include "ops/aliasing.h"
 #include "ops/broadcast.h"
-#include "ops/cpu/inplace.h"
 #include "ops/cuda/inplace.h"
 #include "ops/cuda/kernel_loop.cuh"
 
@@ -75,7 +75,7 @@ void launch_update(const OpCall& call) {
                           DimVector(x.sizes().size(), 0)};
   std::array<const T*, 2> inputs{};
   for (int k = 0; k < operands; ++k) {
-    kept[k] = cpu::unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
+    kept[k] = unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
     strides[k + 1] = broadcast_strides(kept[k], x.sizes());
     inputs[k] = static_cast<const T*>(kept[k].data_ptr());
   }

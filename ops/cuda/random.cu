@@ -25,11 +25,11 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
-#include "ops/cpu/random.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/philox.cuh"
 #include "ops/cuda/random.h"
 #include "ops/random.h"
+#include "ops/random_counters.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -151,9 +151,8 @@ void launch_fill_kernel(const Tensor& out, double first, double second, PhiloxAr
                         bool normal) {
   if (out.numel() == 0) return;
   const std::int64_t numel = out.numel();
-  const auto counters =
-      static_cast<std::int64_t>(normal ? cpu::counters_for_normal(out.dtype(), numel)
-                                       : cpu::counters_for_uniform(out.dtype(), numel));
+  const auto counters = static_cast<std::int64_t>(
+      normal ? counters_for_normal(out.dtype(), numel) : counters_for_uniform(out.dtype(), numel));
   const StridedLoop<1> loop = loop_over(out, normal ? "normal" : "uniform");
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(out.device()));
   cuda_backend::DeviceGuard guard(out.device());
@@ -185,26 +184,26 @@ void launch_fill_kernel(const Tensor& out, double first, double second, PhiloxAr
 
 void rand(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_uniform(out.dtype(), out.numel());
+  const std::uint64_t counters = counters_for_uniform(out.dtype(), out.numel());
   launch_fill_kernel(out, 0.0, 1.0, detail::reserve_philox(call, out.device(), counters), false);
 }
 
 void randn(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_normal(out.dtype(), out.numel());
+  const std::uint64_t counters = counters_for_normal(out.dtype(), out.numel());
   launch_fill_kernel(out, 0.0, 1.0, detail::reserve_philox(call, out.device(), counters), true);
 }
 
 void uniform(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_uniform(x.dtype(), x.numel());
+  const std::uint64_t counters = counters_for_uniform(x.dtype(), x.numel());
   launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
                      detail::reserve_philox(call, x.device(), counters), false);
 }
 
 void normal(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_normal(x.dtype(), x.numel());
+  const std::uint64_t counters = counters_for_normal(x.dtype(), x.numel());
   launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
                      detail::reserve_philox(call, x.device(), counters), true);
 }
