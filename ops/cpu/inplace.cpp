@@ -5,7 +5,6 @@
 
 #include <array>
 
-#include "core/copy_kernel.h"
 #include "core/strided_loop.h"
 #include "ops/aliasing.h"
 #include "ops/broadcast.h"
@@ -96,16 +95,6 @@ void update(const OpCall& call, const OpOutputs& /*outputs*/) {
   GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "update", [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) update_typed<T>(call);
   });
-}
-
-void fill(const OpCall& call, const OpOutputs& outputs) {
-  launch_fill(outputs[0], call.attributes.scalar);
-}
-
-void copy(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& x = outputs[0];
-  const Tensor& src = call.input(1);
-  launch_copy(x, src.sizes() == x.sizes() ? src : src.expand(x.sizes()));
 }
 
 void uniform(const OpCall& call, const OpOutputs& outputs) {

@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
 #include "ops/aliasing.h"
 #include "ops/broadcast.h"
@@ -105,16 +104,6 @@ void update(const OpCall& call, const OpOutputs& /*outputs*/) {
       break;
   }
   GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached update() with dtype bool");
-}
-
-void fill(const OpCall& call, const OpOutputs& outputs) {
-  launch_fill(outputs[0], call.attributes.scalar);
-}
-
-void copy(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& x = outputs[0];
-  const Tensor& src = call.input(1);
-  launch_copy(x, src.sizes() == x.sizes() ? src : src.expand(x.sizes()));
 }
 
 }  // namespace grove::ops::cuda
