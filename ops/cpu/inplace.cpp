@@ -92,9 +92,8 @@ void update_typed(const OpCall& call) {
 }  // namespace
 
 void update(const OpCall& call, const OpOutputs& /*outputs*/) {
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "update", [&]<typename T>() {
-    if constexpr (!std::is_same_v<T, bool>) update_typed<T>(call);
-  });
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "update",
+                                     [&]<typename T>() { update_typed<T>(call); });
 }
 
 void uniform(const OpCall& call, const OpOutputs& outputs) {

@@ -256,19 +256,15 @@ void launch_gemm(const OpCall& call, const Tensor& out, const Tensor& left, cons
 }  // namespace
 
 void matmul(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), op_name(call.kind), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Right, nullptr);
-    }
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind), [&]<typename T>() {
+    launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Right, nullptr);
   });
 }
 
 void linear(const OpCall& call, const OpOutputs& outputs) {
   const Tensor* bias = call.inputs.size() == 3 ? &call.input(2) : nullptr;
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "linear", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
-    }
+  dispatch_floating(outputs[0].dtype(), "linear", [&]<typename T>() {
+    launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
   });
 }
 

@@ -27,7 +27,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t column_stride = x.strides()[ndim - 1];
   const std::int64_t diagonal = call.attributes.ints[0];
   const bool lower = call.kind == OpKind::Tril;
-  GROVE_DISPATCH_DTYPE(x.dtype(), "tril/triu", [&]<typename T>() {
+  dispatch_dtype(x.dtype(), "tril/triu", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
     T* o = static_cast<T*>(out.data_ptr());
     launch_cpu(current_stream(out.device()), [=] {

@@ -91,19 +91,8 @@ void launch_update(const OpCall& call) {
 }  // namespace
 
 void update(const OpCall& call, const OpOutputs& /*outputs*/) {
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_update<float>(call);
-    case DType::Float64:
-      return launch_update<double>(call);
-    case DType::Int64:
-      return launch_update<std::int64_t>(call);
-    case DType::Int32:
-      return launch_update<std::int32_t>(call);
-    case DType::Bool:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached update() with dtype bool");
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), op_name(call.kind),
+                                     [&]<typename T>() { launch_update<T>(call); });
 }
 
 }  // namespace grove::ops::cuda

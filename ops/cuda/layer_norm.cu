@@ -212,12 +212,12 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
 }  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_layer_norm<T>(call, outputs); });
 }
 
 void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_layer_norm_backward<T>(call, outputs); });
 }
 

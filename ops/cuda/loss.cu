@@ -239,22 +239,22 @@ void launch_loss_gradient(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void cross_entropy(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_cross_entropy<T>(call, outputs); });
 }
 
 void nll_loss(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_nll_loss<T>(call, outputs); });
 }
 
 void cross_entropy_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 
 void nll_loss_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 

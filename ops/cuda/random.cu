@@ -157,26 +157,16 @@ void launch_fill_kernel(const Tensor& out, double first, double second, PhiloxAr
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(out.device()));
   cuda_backend::DeviceGuard guard(out.device());
   const unsigned blocks = blocks_for(counters);
-  if (out.dtype() == DType::Float32) {
-    float* o = static_cast<float*>(out.data_ptr());
+  dispatch_floating(out.dtype(), normal ? "normal" : "uniform", [&]<typename T>() {
+    T* o = static_cast<T*>(out.data_ptr());
     if (normal) {
-      normal_kernel<float>
+      normal_kernel<T>
           <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second, args);
     } else {
-      uniform_kernel<float>
+      uniform_kernel<T>
           <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second - first, args);
     }
-  } else {
-    GROVE_INTERNAL_ASSERT(out.dtype() == DType::Float64, "random fills are float32 or float64");
-    double* o = static_cast<double*>(out.data_ptr());
-    if (normal) {
-      normal_kernel<double>
-          <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second, args);
-    } else {
-      uniform_kernel<double>
-          <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second - first, args);
-    }
-  }
+  });
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -242,16 +232,11 @@ void dropout(const OpCall& call, const OpOutputs& outputs) {
   cuda_backend::DeviceGuard guard(x.device());
   const unsigned blocks = blocks_for(counters);
   bool* keep = mask.data<bool>();
-  if (x.dtype() == DType::Float32) {
-    dropout_kernel<float><<<blocks, kThreads, 0, stream>>>(
-        static_cast<float*>(out.data_ptr()), keep, static_cast<const float*>(x.data_ptr()), loop,
-        numel, counters, threshold, static_cast<float>(1.0 / (1.0 - p)), args);
-  } else {
-    GROVE_INTERNAL_ASSERT(x.dtype() == DType::Float64, "dropout is float32 or float64");
-    dropout_kernel<double><<<blocks, kThreads, 0, stream>>>(
-        static_cast<double*>(out.data_ptr()), keep, static_cast<const double*>(x.data_ptr()), loop,
-        numel, counters, threshold, 1.0 / (1.0 - p), args);
-  }
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T*>(out.data_ptr()), keep, static_cast<const T*>(x.data_ptr()), loop, numel,
+        counters, threshold, static_cast<T>(1.0 / (1.0 - p)), args);
+  });
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

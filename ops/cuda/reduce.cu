@@ -230,36 +230,15 @@ void launch_max(const OpCall& call, const OpOutputs& outputs, const ReduceLoops&
 void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
   const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/true);
   if (loops.outputs == 0) return;
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_sum<float>(call, outputs[0], loops);
-    case DType::Float64:
-      return launch_sum<double>(call, outputs[0], loops);
-    case DType::Int64:
-      return launch_sum<std::int64_t>(call, outputs[0], loops);
-    case DType::Int32:
-      return launch_sum<std::int32_t>(call, outputs[0], loops);
-    case DType::Bool:
-      return launch_sum<bool>(call, outputs[0], loops);
-  }
+  dispatch_dtype(call.input(0).dtype(), op_name(call.kind),
+                 [&]<typename T>() { launch_sum<T>(call, outputs[0], loops); });
 }
 
 void reduce_max(const OpCall& call, const OpOutputs& outputs) {
   const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/false);
   if (loops.outputs == 0) return;
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_max<float>(call, outputs, loops);
-    case DType::Float64:
-      return launch_max<double>(call, outputs, loops);
-    case DType::Int64:
-      return launch_max<std::int64_t>(call, outputs, loops);
-    case DType::Int32:
-      return launch_max<std::int32_t>(call, outputs, loops);
-    case DType::Bool:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached reduce_max() with dtype bool");
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), op_name(call.kind),
+                                     [&]<typename T>() { launch_max<T>(call, outputs, loops); });
 }
 
 }  // namespace grove::ops::cuda

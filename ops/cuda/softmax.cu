@@ -86,7 +86,7 @@ void launch_softmax(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void softmax(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_softmax<T>(call, outputs[0]); });
 }
 
