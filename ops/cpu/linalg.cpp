@@ -249,8 +249,8 @@ void launch_gemm(const OpCall& call, const Tensor& out, const Tensor& left, cons
     plan.bias_layout = {BiasMode::PerColumn, bias->stride(0)};
   }
   launch_cpu(current_stream(out.device()), [plan] { run_batched(plan); });
-  // a.scratch and b.scratch die here, after the launch: see Note [Scratch copies before a CPU
-  // kernel].
+  // a.scratch and b.scratch die here, after the launch: see
+  // Note [Scratch copies before a CPU kernel].
 }
 
 }  // namespace

@@ -14,9 +14,9 @@
 // to the caching allocator tagged with this stream, and memory freed on a stream is handed out
 // again only to work launched later on that stream (Note [Stream reuse of cached blocks]). So
 // the copy and the GEMM, already launched, have read the scratch before any later kernel can
-// write it. While the stream captures, the same holds inside the capture's private pool (Note
-// [Private pools during capture]): the scratch block may be reused by a later kernel of the same
-// graph, and replay runs the kernels in the recorded order. Buffers that a kernel fills itself
+// write it. While the stream captures, the same holds inside the capture's private pool
+// (Note [Private pools during capture]): the scratch block may be reused by a later kernel of the
+// same graph, and replay runs the kernels in the recorded order. Buffers that a kernel fills itself
 // (conv2d's im2col columns) follow the same rule: allocate before launch, let die after.
 //
 // Note [Threads in CPU GEMM]
@@ -92,8 +92,8 @@ struct Bias {
 };
 
 // c (a.rows x b.cols, row-major with leading dimension ldc) = a @ b, plus the bias if any.
-// K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see Note
-// [Threads in CPU GEMM]); call it from inside launch_cpu.
+// K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see
+// Note [Threads in CPU GEMM]); call it from inside launch_cpu.
 template <typename T>
 void gemm(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c, std::int64_t ldc,
           const T* bias = nullptr, Bias bias_layout = {});

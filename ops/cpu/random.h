@@ -8,8 +8,8 @@
 //   float64 uniform, randint : element i <- counter i / 2, words 2(i % 2), +1      (2 words)
 //   float32 normal           : element i <- counter i / 4, Box-Muller pair (i % 4) / 2
 //   float64 normal           : element i <- counter i / 2, one Box-Muller pair per counter
-// Counters are relative to the PhiloxArgs' offset, resolved inside the kernel (Note [Random
-// numbers in captured graphs] in core/rng.h).
+// Counters are relative to the PhiloxArgs' offset, resolved inside the kernel
+// (Note [Random numbers in captured graphs] in core/rng.h).
 #pragma once
 
 #include <array>

@@ -22,10 +22,10 @@
 //
 // Note [Out-of-range indices on the GPU]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The CPU checks indices on the host before the launch and again in the kernel (Note [Index
-// checks during capture] in ops/embedding.h). For CUDA tensors the host cannot read the indices
-// without a copy and a synchronisation, so only the kernel sees them. A kernel that finds a bad
-// index never reads through it: it reports it (Note [Device-side error reports] in
+// The CPU checks indices on the host before the launch and again in the kernel
+// (Note [Index checks during capture] in ops/embedding.h). For CUDA tensors the host cannot read
+// the indices without a copy and a synchronisation, so only the kernel sees them. A kernel that
+// finds a bad index never reads through it: it reports it (Note [Device-side error reports] in
 // core/cuda/device_errors.h), so the next synchronisation throws DeviceCheckError naming the op,
 // the index and its position, and it poisons what the index would have produced, in case the
 // result is used before that: embedding writes a row of NaN for it (0 in an integer table), and

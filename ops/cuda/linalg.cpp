@@ -452,8 +452,8 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
     }
     blas_gemm(one, stream);
   }
-  // a.scratch, b.scratch and bias_contiguous die here, after the launches: see Note [Scratch
-  // copies before a CPU kernel] in ops/cpu/linalg.h.
+  // a.scratch, b.scratch and bias_contiguous die here, after the launches: see
+  // Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
 }
 
 void check_float(const Tensor& out, const char* op) {

@@ -20,12 +20,12 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU kernels throw for a target that is neither ignore_index nor in [0, C). A CUDA kernel
 // cannot throw, and checking on the host would need a copy and a synchronisation (and is not
-// allowed while a graph captures). So on the GPU a bad target is reported (Note [Device-side
-// error reports] in core/cuda/device_errors.h: the next synchronisation throws DeviceCheckError
-// naming the op, the target and its row) and poisons the result in the meantime: the row's loss
-// is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written. The kernels
-// never read scores[i, target] for such a target, and each kernel reports a bad row once. The
-// same rule holds for embedding's indices (ops/cuda/embedding.cu).
+// allowed while a graph captures). So on the GPU a bad target is reported
+// (Note [Device-side error reports] in core/cuda/device_errors.h: the next synchronisation throws
+// DeviceCheckError naming the op, the target and its row) and poisons the result in the meantime:
+// the row's loss is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written.
+// The kernels never read scores[i, target] for such a target, and each kernel reports a bad row
+// once. The same rule holds for embedding's indices (ops/cuda/embedding.cu).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -129,7 +129,8 @@ __global__ void mean_loss(const LossArgs<T> args, const double* row_loss, T* los
     } else if (valid_target(target, args.classes)) {
       total -= static_cast<double>(args.scores[i * args.row_stride + target * args.class_stride]);
     } else {  // nll_loss (cross_entropy_rows has reported it for cross_entropy)
-      total += __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+      // See Note [Out-of-range targets on the GPU].
+      total += __longlong_as_double(0x7ff8000000000000LL);
       cuda_backend::report_bad_value(args.errors, target, i, args.classes);
     }
   }
@@ -162,7 +163,8 @@ __global__ void loss_gradient(const LossArgs<T> args, const T* lse, std::int64_t
     double value = 0.0;
     if (target != args.ignore_index) {
       if (!valid_target(target, args.classes)) {
-        value = __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+        // See Note [Out-of-range targets on the GPU].
+        value = __longlong_as_double(0x7ff8000000000000LL);
         if (c == 0) cuda_backend::report_bad_value(args.errors, target, i, args.classes);
       } else if (lse == nullptr) {
         value = c == target ? -*scale : 0.0;

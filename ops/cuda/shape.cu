@@ -7,8 +7,8 @@
 //     their size (1, 4 or 8 bytes), and the dropped ones written as 0 (all bits zero is 0 in
 //     every dtype).
 //   one_hot: one thread per output element, out[n, c] = (c == indices[n]). An index outside
-//     [0, num_classes) gives a row of zeros and is reported: see Note [Out-of-range indices on
-//     the GPU] in ops/cuda/embedding.cu.
+//     [0, num_classes) gives a row of zeros and is reported: see
+//     Note [Out-of-range indices on the GPU] in ops/cuda/embedding.cu.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
