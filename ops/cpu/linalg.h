@@ -24,11 +24,16 @@
 // The library is built with OpenMP. Eigen splits one GEMM over omp_get_max_threads() threads
 // of the calling thread (grove never calls Eigen::setNbThreads, which is process-wide), and runs
 // it serially inside an OpenMP team that already has several threads. Eigen's own rule takes two
-// threads from about 100,000 multiply-adds, so a 64x64x64 product (262,144) would fork. On a
-// 2-core machine that gain is small and fragile: measured with the SSE2 build (about 15 us on
-// one thread), two threads ran that product between 1.6x faster and 1.1x slower while the
-// machine was quiet, and 4x to 1000x slower while other jobs shared the cores (each fork/join
-// waits for a descheduled thread). grove's rule, per op call:
+// threads from about 100,000 multiply-adds, so a 64x64x64 product (262,144) would fork, and for
+// such a product the second thread does not pay. Measured with bench/matmul_bench (BM_EigenGemm,
+// the default x86-64-v3 build, medians of 5 repetitions; two runs on the Xeon, four on the EPYC):
+//   - idle 16-core Xeon: 64x64x64 8.3-9.2 us on one thread, 11.8-12.1 us on two;
+//     128x784x256 0.72-0.78 ms on one, 0.42-0.46 ms on two;
+//   - 2-core AMD EPYC shared with other jobs (load average 2 to 4): 64x64x64 4.9-7.0 us on one
+//     thread, 8.6 us to 17 ms on two; 128x784x256 0.56-0.82 ms on one, 3.0 to 28 ms on two
+//     (each fork/join waits for a descheduled thread).
+// So two threads win only for large products on a quiet machine, and lose by orders of magnitude
+// on a busy one. grove's rule, per op call:
 //   - below kMinParallelWork multiply-adds in total (about a 128x128x128 product): one thread
 //     (ThreadsGuard(1));
 //   - many products (a batch, or conv2d's images): an OpenMP loop over them, each product
