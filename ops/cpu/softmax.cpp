@@ -29,9 +29,10 @@ constexpr std::int64_t kParallelElements = std::int64_t{1} << 15;
 constexpr int kLossBlocks = 64;
 
 // --- dense float32 rows: a vectorisable exp ---
-// At the default x86-64 target (SSE2), Eigen's float exp took about 2 ns per element here, three
-// quarters of a softmax; GCC vectorises the plain loop below (four floats per instruction) at
-// about half that. Softmax only needs exp of x - max <= 0, which keeps the function short.
+// Built for plain x86-64 (SSE2, GROVE_MARCH empty; the default is now x86-64-v3), Eigen's float
+// exp took about 2 ns per element here, three quarters of a softmax; GCC vectorises the plain
+// loop below (four floats per SSE2 instruction, eight with AVX2) at about half that. Softmax only
+// needs exp of x - max <= 0, which keeps the function short.
 
 // a if condition else b, bit by bit: GCC does not if-convert a float ?: inside a longer
 // expression (under its default -ftrapping-math), which would stop the loop vectorising.
