@@ -66,7 +66,8 @@ scan() {
             title = substr(text, RSTART + 6, RLENGTH - 7)
             split_here = broken && consumed + RSTART + RLENGTH - 1 > own
             if (!broken || consumed + RSTART <= own) {
-              if (title != "Title") printf "%s\t%s\t%d\t%s\n", split_here ? "S" : "C", file, n, title
+              kind = split_here ? "S" : "C"
+              if (title != "Title") printf "%s\t%s\t%d\t%s\n", kind, file, n, title
             }
             consumed += RSTART + RLENGTH - 1
             text = substr(text, RSTART + RLENGTH)
