@@ -5,9 +5,10 @@
 // Floor: layer 2 is GEMM work, so it should run near matmul_bench's large-product GFLOP/s;
 // layer 1's GEMMs are 32 x 9 x 784, too thin for GEMM peak, and its cost is moving 1.2 MB of
 // columns and 12.8 MB of output per batch.
-// Measured (medians of 5 repetitions, 2-core AMD EPYC, default flags so SSE2 Eigen kernels, two
-// runs, load average about 1): layer 1 1.11 / 1.90 ms (52 / 30 GFLOP/s), layer 2 14.4 / 14.0 ms
-// (64 / 66 GFLOP/s). Built with -march=x86-64-v3: 0.50 ms and 6.1 ms (116 and 151 GFLOP/s).
+// Measured (medians of 5 repetitions, 2-core AMD EPYC): with the default GROVE_MARCH=x86-64-v3,
+// layer 1 0.50 ms and layer 2 6.1 ms (116 and 151 GFLOP/s); with GROVE_MARCH empty (SSE2 Eigen
+// kernels, two runs, load average about 1), layer 1 1.11 / 1.90 ms (52 / 30 GFLOP/s), layer 2
+// 14.4 / 14.0 ms (64 / 66 GFLOP/s).
 // Run: ./build/bench/conv_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 

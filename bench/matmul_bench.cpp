@@ -4,15 +4,18 @@
 //
 // Floor: the anchors' libtorch 1.13 + OpenBLAS took 3.4 us for 64x64 on this machine kind
 // (anchors/README.md), 154 GFLOP/s. A 64x64x64 product is 0.52 MFLOP. Eigen's kernels use the
-// vector width the compiler allows: SSE2 without FMA by default (16 flops per cycle per core,
-// 42 GFLOP/s per core at the nominal 2.6 GHz), AVX2 + FMA with -march=x86-64-v3 (32 flops per
-// cycle, 83 GFLOP/s); so a default build cannot reach the anchor, and only builds with the same
-// flags compare.
-// Measured (medians of 5 repetitions, 2-core AMD EPYC, default flags so SSE2 Eigen kernels, two
-// runs, load average about 1): 64x64x64 14.6 / 14.9 us (35 GFLOP/s), bare Eigen 15.0 / 14.8 us;
+// vector width the compiler allows: AVX2 + FMA with the default GROVE_MARCH=x86-64-v3 (32 flops
+// per cycle per core, 83 GFLOP/s per core at the nominal 2.6 GHz), SSE2 without FMA with
+// GROVE_MARCH empty (16 flops per cycle, 42 GFLOP/s), which cannot reach the anchor; only builds
+// with the same flags compare.
+// Measured (medians of 5 repetitions, 2-core AMD EPYC), default x86-64-v3 build: 64x64x64
+// 5.8-6.6 us, 128x784x256 0.26 ms (196 GFLOP/s) on a quiet machine; while other jobs shared the
+// cores (load average 2 to 4), 64x64x64 5.1-10.0 us, bare Eigen on one thread 4.9-7.0 us and on
+// two 8.6 us to 17 ms, and 128x784x256 42 ms in one run (the one-large-product rule of
+// Note [Threads in CPU GEMM] takes both threads). With GROVE_MARCH empty (SSE2 Eigen kernels,
+// two runs, load average about 1): 64x64x64 14.6 / 14.9 us (35 GFLOP/s), bare Eigen 15.0 / 14.8 us;
 // 128x784x256 0.69 / 1.20 ms (75 / 43 GFLOP/s, the second run disturbed); linear with bias
-// 0.77 / 0.68 ms; a 1x1x1 call 0.34 us. Built with -march=x86-64-v3 (AVX2 + FMA): 64x64x64
-// 5.8-6.6 us, 128x784x256 0.26 ms (196 GFLOP/s).
+// 0.77 / 0.68 ms; a 1x1x1 call 0.34 us.
 // Run: ./build/bench/matmul_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 #include <omp.h>

@@ -5,8 +5,9 @@
 // handed to storages. Freed blocks are cached, coalesced with free neighbours, and reused
 // best-fit, so a training step after the first costs no backend calls. Requests up to
 // kSmallRequest (1 MiB) come from 2 MiB segments in the small bins; larger ones from the large
-// bins. Blocks are reused only by the stream they were allocated on (Note [Stream reuse of
-// cached blocks]). Private pools serve graph capture (Note [Private pools during capture]).
+// bins. Blocks are reused only by the stream they were allocated on
+// (Note [Stream reuse of cached blocks]). Private pools serve graph capture
+// (Note [Private pools during capture]).
 //
 // What it is not: it never moves memory, and it does not defragment beyond coalescing.
 //
@@ -147,7 +148,8 @@ class CachingAllocator {
   // Returns memory for nbytes (0 is allowed and gives a null pointer) usable on `stream`. Goes to
   // a private pool while one is routed to `stream`. Throws OutOfMemoryError.
   DataPtr allocate(std::size_t nbytes, Stream stream);
-  // Marks that the block holding ptr is also used on `stream` (Note [Stream reuse ...]).
+  // Marks that the block holding ptr is also used on `stream`
+  // (Note [Stream reuse of cached blocks]).
   void record_stream(void* ptr, Stream stream);
   // Frees the block that starts at ptr, which must be allocated (used by the graph-tree manager
   // for memory whose storages it already detached with Storage::free_and_remove_deleter).

@@ -90,8 +90,9 @@ bool any_cpu_capture_active();
 template <typename Kernel>
 void launch_cpu(Stream stream, Kernel kernel) {
   static_assert(std::is_trivially_copyable_v<Kernel>,
-                "CPU kernels may capture only raw pointers, sizes and scalars (see Note [CPU "
-                "streams simulate CUDA capture]); tensor handles or containers are not allowed");
+                "CPU kernels may capture only raw pointers, sizes and scalars (see "
+                "Note [CPU streams simulate CUDA capture]); tensor handles or containers are not "
+                "allowed");
   if (detail::any_cpu_capture_active() &&
       detail::record_if_capturing(stream, detail::CpuKernel(kernel))) {
     return;

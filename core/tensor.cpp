@@ -78,7 +78,7 @@ T Tensor::item() const {
   check_not_capturing(device(), "item()");
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
-  GROVE_DISPATCH_DTYPE(dtype(), "item", [&]<typename Stored>() {
+  dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
     Stored value = *static_cast<const Stored*>(data_ptr());
     if constexpr (std::is_same_v<T, bool>) {
       result = value != Stored(0);

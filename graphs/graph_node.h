@@ -3,8 +3,8 @@
 // Recording (the constructor): non-static inputs are copied into buffers allocated in the
 // shared pool; the function is captured on the manager's stream into the pool; the graph is
 // replayed once to produce the outputs (capture does not run kernels); how each output aliases
-// memory is worked out; and the pool's layout is checkpointed (Note [Checkpointing a private
-// pool] in core/caching_allocator.h).
+// memory is worked out; and the pool's layout is checkpointed
+// (Note [Checkpointing a private pool] in core/caching_allocator.h).
 //
 // Replay (replay()): copy the new non-static inputs into the buffers, launch the graph, and hand
 // out fresh tensor handles over the output memory. Handles are new on every replay so that a

@@ -1,7 +1,7 @@
 // embedding: argument checks, output shape and the user function; the kernel (with the index
 // checks of Note [Index checks during capture]) is in ops/cpu/embedding.cpp; the CUDA kernels,
-// which cannot check on the host, are in ops/cuda/embedding.cu (Note [Out-of-range indices on
-// the GPU]).
+// which cannot check on the host, are in ops/cuda/embedding.cu
+// (Note [Out-of-range indices on the GPU]).
 #include "ops/embedding.h"
 
 #include "ops/cpu/embedding.h"

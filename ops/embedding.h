@@ -34,8 +34,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 //   dtype (floating point), with row r = the sum of grad[i..., :] over every position i... where
 //   indices[i...] == r (repeated indices add up; rows no index picks are 0).
 // Deterministic: each output element is summed by one thread, in row-major order of the indices,
-// so the result does not depend on the thread count. Indices are checked as in embedding (Note
-// [Index checks during capture]) against [0, num_weights).
+// so the result does not depend on the thread count. Indices are checked as in embedding
+// (Note [Index checks during capture]) against [0, num_weights).
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, std::int64_t num_weights);
 
 }  // namespace grove::ops

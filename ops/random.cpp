@@ -140,8 +140,8 @@ PhiloxArgs reserve_philox(const OpCall& call, Device device, std::uint64_t count
   GROVE_OP_CHECK(call, args.cell != nullptr || !capturing,
                  "the stream is capturing a graph, but the generator given is not serving the "
                  "capture, so every replay would repeat the same numbers; use the device's "
-                 "default generator inside captured code (see Note [Random numbers in captured "
-                 "graphs] in core/rng.h)");
+                 "default generator inside captured code (see "
+                 "Note [Random numbers in captured graphs] in core/rng.h)");
   // The default generator serves a capture process-wide; an op on a stream that is not
   // capturing would run now with offsets relative to the capture's cell, which holds no seed
   // until the graph's first replay, and would repeat the numbers of that replay.

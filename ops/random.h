@@ -7,10 +7,11 @@
 // Philox words each element uses).
 //
 // Capture: random kernels reserve their counters on the host and resolve the seed and offset
-// inside the kernel, so a captured graph draws fresh numbers on every replay (Note [Random
-// numbers in captured graphs]). That works for the default generator, which DeviceGraph hands
-// the capture's cell; a random op given another generator while its stream captures is an
-// error, because its numbers would be baked into the graph and repeat on every replay.
+// inside the kernel, so a captured graph draws fresh numbers on every replay
+// (Note [Random numbers in captured graphs]). That works for the default generator, which
+// DeviceGraph hands the capture's cell; a random op given another generator while its stream
+// captures is an error, because its numbers would be baked into the graph and repeat on every
+// replay.
 //
 // None of these ops synchronises the host. Outputs are new contiguous tensors, except that
 // dropout in eval mode or with p = 0 returns its input itself.

@@ -37,8 +37,8 @@ Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
 
 // int64 indices (*) -> int64 (*, num_classes) with a 1 at each index. num_classes must be given
 // (PyTorch's -1, "infer from the largest index", would read data on the host, which a captured
-// graph cannot do). Indices outside [0, num_classes) are errors; see Note [Index checks during
-// capture] in ops/embedding.h.
+// graph cannot do). Indices outside [0, num_classes) are errors; see
+// Note [Index checks during capture] in ops/embedding.h.
 Tensor one_hot(const Tensor& indices, std::int64_t num_classes);
 
 }  // namespace grove::ops

@@ -78,35 +78,14 @@ unsigned blocks_for(std::int64_t numel) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
 }
 
-// Calls f(T{}) with T the C++ type of dtype (a plain switch: nvcc compiles this file, and the
-// tag form keeps it free of templated lambdas).
-template <typename F>
-void dispatch(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Int64:
-      return f(std::int64_t{});
-    case DType::Int32:
-      return f(std::int32_t{});
-    case DType::Bool:
-      return f(bool{});
-  }
-  GROVE_INTERNAL_ASSERT(false, "CUDA copy kernels: unknown dtype");
-}
-
 }  // namespace
 
 void copy_kernel(void* dst, DType dst_dtype, const void* src, DType src_dtype,
                  const StridedLoop<2>& loop, cudaStream_t stream) {
   const std::int64_t numel = loop_numel(loop.ndim, loop.sizes);
   if (numel == 0) return;
-  dispatch(dst_dtype, [&](auto to_tag) {
-    using To = decltype(to_tag);
-    dispatch(src_dtype, [&](auto from_tag) {
-      using From = decltype(from_tag);
+  dispatch_dtype(dst_dtype, "copy_", [&]<typename To>() {
+    dispatch_dtype(src_dtype, "copy_", [&]<typename From>() {
       copy_elements<To, From><<<blocks_for(numel), kThreads, 0, stream>>>(
           static_cast<To*>(dst), static_cast<const From*>(src), loop, numel);
       GROVE_CUDA_CHECK(cudaGetLastError());
@@ -118,8 +97,7 @@ void fill_kernel(void* dst, DType dtype, std::uint64_t value_bits, const Strided
                  cudaStream_t stream) {
   const std::int64_t numel = loop_numel(loop.ndim, loop.sizes);
   if (numel == 0) return;
-  dispatch(dtype, [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_dtype(dtype, "fill_", [&]<typename T>() {
     T value;
     std::memcpy(&value, &value_bits, sizeof(T));
     fill_elements<T>

@@ -42,8 +42,8 @@ void launch_fill(const Tensor& dst, const Scalar& value);
 // has dst's sizes (possibly as a broadcast view). Blocks until a copy to the host is done, and
 // until a copy from pinned host memory is done, unless `non_blocking`: then a dense copy from a
 // pinned source, or into a pinned destination, is only queued on the current stream (the host
-// must not touch those bytes until the stream has run it). See Note [Reuse of pinned host
-// blocks] in core/cuda/pinned_memory.h.
+// must not touch those bytes until the stream has run it). See
+// Note [Reuse of pinned host blocks] in core/cuda/pinned_memory.h.
 void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blocking = false);
 
 // Page-locked host memory from a caching allocator (core/cuda/pinned_memory.cpp): a block of at

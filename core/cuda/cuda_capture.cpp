@@ -10,8 +10,8 @@
 // (asynchronous, like any launch). The private pool of the capture is the DeviceGraph's business
 // (Note [Private pools during capture]); the only device memory this backend allocates is each
 // graph's PhiloxCell (16 bytes, cudaMalloc'd before the capture begins), which it writes before
-// every replay with a stream-ordered copy from a ring of pinned host slots: see Note [Random
-// numbers in captured graphs] in core/rng.h.
+// every replay with a stream-ordered copy from a ring of pinned host slots: see
+// Note [Random numbers in captured graphs] in core/rng.h.
 #include <array>
 #include <memory>
 #include <mutex>

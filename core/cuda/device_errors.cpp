@@ -92,7 +92,7 @@ void check_device_errors(Device device, const char* at) {
   const std::int64_t value = shared->value;
   const std::int64_t position = shared->position;
   const std::int64_t bound = shared->bound;
-  published.store(0, std::memory_order_release);  // before count: see the Note
+  published.store(0, std::memory_order_release);  // before count: Note [Device-side error reports]
   const unsigned int count = count_ref.exchange(0, std::memory_order_acq_rel);
   std::string message =
       str(op != nullptr ? op : "a kernel", ": ", what != nullptr ? what : "value", " ", value,

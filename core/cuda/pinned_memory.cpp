@@ -1,6 +1,6 @@
 // The caching allocator of pinned host memory: cudaHostAlloc'd blocks kept for reuse, each
-// reused only after the copies recorded on it have finished. See Note [Reuse of pinned host
-// blocks] in pinned_memory.h.
+// reused only after the copies recorded on it have finished. See
+// Note [Reuse of pinned host blocks] in pinned_memory.h.
 #include "core/cuda/pinned_memory.h"
 
 #include <cuda_runtime_api.h>

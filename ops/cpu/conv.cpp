@@ -207,9 +207,8 @@ void launch_conv(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void conv2d(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "conv2d", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) launch_conv<T>(call, outputs[0]);
-  });
+  dispatch_floating(outputs[0].dtype(), "conv2d",
+                    [&]<typename T>() { launch_conv<T>(call, outputs[0]); });
 }
 
 }  // namespace grove::ops::cpu

@@ -187,15 +187,13 @@ void launch_weight_grad(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "conv2d_backward_input", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) launch_input_grad<T>(call, outputs[0]);
-  });
+  dispatch_floating(outputs[0].dtype(), "conv2d_backward_input",
+                    [&]<typename T>() { launch_input_grad<T>(call, outputs[0]); });
 }
 
 void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "conv2d_backward_weight", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) launch_weight_grad<T>(call, outputs[0]);
-  });
+  dispatch_floating(outputs[0].dtype(), "conv2d_backward_weight",
+                    [&]<typename T>() { launch_weight_grad<T>(call, outputs[0]); });
 }
 
 }  // namespace grove::ops::cpu

@@ -237,7 +237,7 @@ void unary_run(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void binary(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "binary", [&]<typename T>() {
+  dispatch_dtype(call.input(0).dtype(), "binary", [&]<typename T>() {
     if constexpr (std::is_same_v<T, bool>) {
       // Only comparisons reach here with bool operands.
       binary_typed<bool>(call, outputs[0]);
@@ -248,32 +248,29 @@ void binary(const OpCall& call, const OpOutputs& outputs) {
 }
 
 void unary(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "unary", [&]<typename T>() {
-    if constexpr (!std::is_same_v<T, bool>) unary_run<T>(call, outputs[0]);
-  });
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "unary",
+                                     [&]<typename T>() { unary_run<T>(call, outputs[0]); });
 }
 
 // out = grad * gelu'(x): run_binary with the derivative as its function (grad and x have the
 // output's shape, so nothing broadcasts; non-contiguous operands take the strided path).
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
   const bool approximate = call.attributes.flag;
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "gelu_backward", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      run_binary<T, T>(call, outputs[0], [approximate](T grad, T x) {
-        if (approximate) {
-          constexpr T kSqrt2OverPi = T(0.7978845608028654);
-          constexpr T kCubic = T(0.044715);
-          const T t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
-          const T du_dx = kSqrt2OverPi * (T(1) + T(3) * kCubic * x * x);
-          return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du_dx);
-        }
-        constexpr T kInvSqrt2 = T(0.7071067811865476);
-        constexpr T kInvSqrt2Pi = T(0.3989422804014327);
-        const T cdf = T(0.5) * (T(1) + std::erf(x * kInvSqrt2));
-        const T pdf = kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
-        return grad * (cdf + x * pdf);
-      });
-    }
+  dispatch_floating(outputs[0].dtype(), "gelu_backward", [&]<typename T>() {
+    run_binary<T, T>(call, outputs[0], [approximate](T grad, T x) {
+      if (approximate) {
+        constexpr T kSqrt2OverPi = T(0.7978845608028654);
+        constexpr T kCubic = T(0.044715);
+        const T t = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+        const T du_dx = kSqrt2OverPi * (T(1) + T(3) * kCubic * x * x);
+        return grad * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du_dx);
+      }
+      constexpr T kInvSqrt2 = T(0.7071067811865476);
+      constexpr T kInvSqrt2Pi = T(0.3989422804014327);
+      const T cdf = T(0.5) * (T(1) + std::erf(x * kInvSqrt2));
+      const T pdf = kInvSqrt2Pi * std::exp(T(-0.5) * x * x);
+      return grad * (cdf + x * pdf);
+    });
   });
 }
 
@@ -285,7 +282,7 @@ void where(const OpCall& call, const OpOutputs& outputs) {
   const IntArrayRef strides[4] = {out.strides(), condition_strides, a_strides, b_strides};
   const StridedLoop<4> loop = make_loop<4>(out.sizes(), strides, "where");
   const bool* condition = typed<const bool>(call.input(0));
-  GROVE_DISPATCH_DTYPE(out.dtype(), "where", [&]<typename T>() {
+  dispatch_dtype(out.dtype(), "where", [&]<typename T>() {
     const T* a = typed<const T>(call.input(1));
     const T* b = typed<const T>(call.input(2));
     T* o = typed<T>(out);
@@ -341,7 +338,7 @@ void masked_fill(const OpCall& call, const OpOutputs& outputs) {
   const IntArrayRef strides[3] = {out.strides(), x_strides, mask_strides};
   const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, "masked_fill");
   const bool* mask = typed<const bool>(call.input(1));
-  GROVE_DISPATCH_DTYPE(out.dtype(), "masked_fill", [&]<typename T>() {
+  dispatch_dtype(out.dtype(), "masked_fill", [&]<typename T>() {
     const T* x = typed<const T>(call.input(0));
     T* o = typed<T>(out);
     const T value = call.attributes.scalar.to<T>();

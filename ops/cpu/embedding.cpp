@@ -93,7 +93,7 @@ void embedding(const OpCall& call, const OpOutputs& outputs) {
   const IndexShape shape = index_shape(indices);
   const auto* index_data = static_cast<const std::int64_t*>(indices.data_ptr());
   const std::size_t item = element_size(weight.dtype());
-  GROVE_DISPATCH_DTYPE(weight.dtype(), "embedding", [&]<typename T>() {
+  dispatch_dtype(weight.dtype(), "embedding", [&]<typename T>() {
     const T* table = static_cast<const T*>(weight.data_ptr());
     T* o = static_cast<T*>(out.data_ptr());
     launch_cpu(current_stream(out.device()), [=] {
@@ -174,19 +174,17 @@ void embedding_backward(const OpCall& call, const OpOutputs& outputs) {
   check_indices_on_host(call, call.input(1), out.size(0), range_name);
   const Tensor grad = call.input(0).contiguous();
   const Tensor indices = call.input(1).contiguous();
-  GROVE_DISPATCH_DTYPE(out.dtype(), "embedding_backward", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {  // infer lets only floating grads through
-      ScatterPlan<T> plan;
-      plan.grad = static_cast<const T*>(grad.data_ptr());
-      plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
-      plan.out = static_cast<T*>(out.data_ptr());
-      plan.count = indices.numel();
-      plan.rows = out.size(0);
-      plan.features = out.size(1);
-      plan.shape = index_shape(indices);
-      plan.range_name = range_name;
-      launch_cpu(current_stream(out.device()), [plan] { scatter_rows(plan); });
-    }
+  dispatch_floating(out.dtype(), "embedding_backward", [&]<typename T>() {
+    ScatterPlan<T> plan;
+    plan.grad = static_cast<const T*>(grad.data_ptr());
+    plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
+    plan.out = static_cast<T*>(out.data_ptr());
+    plan.count = indices.numel();
+    plan.rows = out.size(0);
+    plan.features = out.size(1);
+    plan.shape = index_shape(indices);
+    plan.range_name = range_name;
+    launch_cpu(current_stream(out.device()), [plan] { scatter_rows(plan); });
   });
 }
 

@@ -5,33 +5,13 @@
 
 #include <array>
 
-#include "core/copy_kernel.h"
 #include "core/strided_loop.h"
+#include "ops/aliasing.h"
 #include "ops/broadcast.h"
 #include "ops/cpu/random.h"
 #include "ops/random.h"
 
 namespace grove::ops::cpu {
-namespace {
-
-// True if `operand` reads exactly x's element at each index (x.add_(x)), so updating in place
-// is safe; false if it is stored elsewhere or overlaps x differently.
-bool same_elements(const Tensor& x, const Tensor& operand) {
-  if (operand.dim() != x.dim() || operand.storage_offset() != x.storage_offset()) return false;
-  for (std::int64_t d = 0; d < x.dim(); ++d) {
-    if (operand.sizes()[d] != x.sizes()[d]) return false;
-    if (x.sizes()[d] != 1 && operand.strides()[d] != x.strides()[d]) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-Tensor unaliased(const Tensor& x, const Tensor& operand) {
-  if (!operand.is_alias_of(x) || same_elements(x, operand)) return operand;
-  return operand.clone();
-}
-
 namespace {
 
 // x[i] = fn(x[i], operands at i), with kInputs tensor operands after x (inputs 1..kInputs).
@@ -112,19 +92,8 @@ void update_typed(const OpCall& call) {
 }  // namespace
 
 void update(const OpCall& call, const OpOutputs& /*outputs*/) {
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "update", [&]<typename T>() {
-    if constexpr (!std::is_same_v<T, bool>) update_typed<T>(call);
-  });
-}
-
-void fill(const OpCall& call, const OpOutputs& outputs) {
-  launch_fill(outputs[0], call.attributes.scalar);
-}
-
-void copy(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& x = outputs[0];
-  const Tensor& src = call.input(1);
-  launch_copy(x, src.sizes() == x.sizes() ? src : src.expand(x.sizes()));
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "update",
+                                     [&]<typename T>() { update_typed<T>(call); });
 }
 
 void uniform(const OpCall& call, const OpOutputs& outputs) {

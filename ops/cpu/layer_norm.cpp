@@ -104,42 +104,40 @@ void layer_norm(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t m = outputs[1].numel();             // M: rows
   if (m == 0) return;
   const double eps = call.attributes.reals[0];
-  GROVE_DISPATCH_DTYPE(x.dtype(), "layer_norm", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* in = static_cast<const T*>(x.data_ptr());
-      const T* w = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
-      const T* b = bias.defined() ? static_cast<const T*>(bias.data_ptr()) : nullptr;
-      T* y = static_cast<T*>(outputs[0].data_ptr());
-      T* mean_out = static_cast<T*>(outputs[1].data_ptr());
-      T* rstd_out = static_cast<T*>(outputs[2].data_ptr());
-      launch_cpu(current_stream(x.device()), [=] {
-        for (std::int64_t row = 0; row < m; ++row) {
-          const T* x_row = in + row * n;
-          T* y_row = y + row * n;
-          if (n == 0) {  // the mean of nothing
-            mean_out[row] = rstd_out[row] = std::numeric_limits<T>::quiet_NaN();
-            continue;
-          }
-          double sum = 0.0;
-          for (std::int64_t j = 0; j < n; ++j) sum += x_row[j];
-          const double mean = sum / static_cast<double>(n);
-          double squares = 0.0;
-          for (std::int64_t j = 0; j < n; ++j) {
-            const double centred = x_row[j] - mean;
-            squares += centred * centred;
-          }
-          const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
-          for (std::int64_t j = 0; j < n; ++j) {
-            double value = (x_row[j] - mean) * rstd;
-            if (w != nullptr) value *= w[j];
-            if (b != nullptr) value += b[j];
-            y_row[j] = static_cast<T>(value);
-          }
-          mean_out[row] = static_cast<T>(mean);
-          rstd_out[row] = static_cast<T>(rstd);
+  dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+    const T* in = static_cast<const T*>(x.data_ptr());
+    const T* w = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+    const T* b = bias.defined() ? static_cast<const T*>(bias.data_ptr()) : nullptr;
+    T* y = static_cast<T*>(outputs[0].data_ptr());
+    T* mean_out = static_cast<T*>(outputs[1].data_ptr());
+    T* rstd_out = static_cast<T*>(outputs[2].data_ptr());
+    launch_cpu(current_stream(x.device()), [=] {
+      for (std::int64_t row = 0; row < m; ++row) {
+        const T* x_row = in + row * n;
+        T* y_row = y + row * n;
+        if (n == 0) {  // the mean of nothing
+          mean_out[row] = rstd_out[row] = std::numeric_limits<T>::quiet_NaN();
+          continue;
         }
-      });
-    }
+        double sum = 0.0;
+        for (std::int64_t j = 0; j < n; ++j) sum += x_row[j];
+        const double mean = sum / static_cast<double>(n);
+        double squares = 0.0;
+        for (std::int64_t j = 0; j < n; ++j) {
+          const double centred = x_row[j] - mean;
+          squares += centred * centred;
+        }
+        const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
+        for (std::int64_t j = 0; j < n; ++j) {
+          double value = (x_row[j] - mean) * rstd;
+          if (w != nullptr) value *= w[j];
+          if (b != nullptr) value += b[j];
+          y_row[j] = static_cast<T>(value);
+        }
+        mean_out[row] = static_cast<T>(mean);
+        rstd_out[row] = static_cast<T>(rstd);
+      }
+    });
   });
 }
 
@@ -150,24 +148,22 @@ void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   const Tensor mean = call.input(2).contiguous();
   const Tensor rstd = call.input(3).contiguous();
   const Tensor weight = call.attributes.flag ? call.input(4).contiguous() : Tensor();
-  GROVE_DISPATCH_DTYPE(x.dtype(), "layer_norm_backward", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      LayerNormBackwardPlan<T> plan;
-      plan.grad = static_cast<const T*>(grad.data_ptr());
-      plan.x = static_cast<const T*>(x.data_ptr());
-      plan.mean = static_cast<const T*>(mean.data_ptr());
-      plan.rstd = static_cast<const T*>(rstd.data_ptr());
-      plan.weight = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
-      plan.grad_input = static_cast<T*>(outputs[0].data_ptr());
-      plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
-      plan.grad_bias = static_cast<T*>(outputs[2].data_ptr());
-      plan.m = mean.numel();
-      plan.n = product(call.attributes.ints);
-      launch_cpu(current_stream(x.device()), [plan] {
-        input_grad_rows(plan);
-        parameter_grad_columns(plan);
-      });
-    }
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
+    LayerNormBackwardPlan<T> plan;
+    plan.grad = static_cast<const T*>(grad.data_ptr());
+    plan.x = static_cast<const T*>(x.data_ptr());
+    plan.mean = static_cast<const T*>(mean.data_ptr());
+    plan.rstd = static_cast<const T*>(rstd.data_ptr());
+    plan.weight = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+    plan.grad_input = static_cast<T*>(outputs[0].data_ptr());
+    plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
+    plan.grad_bias = static_cast<T*>(outputs[2].data_ptr());
+    plan.m = mean.numel();
+    plan.n = product(call.attributes.ints);
+    launch_cpu(current_stream(x.device()), [plan] {
+      input_grad_rows(plan);
+      parameter_grad_columns(plan);
+    });
   });
 }
 

@@ -30,45 +30,6 @@ ThreadsGuard::~ThreadsGuard() {
   omp_set_num_threads(saved_);
 }
 
-bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                   std::int64_t col_stride, bool& row_major, std::int64_t& leading) {
-  if (rows == 0 || cols == 0) {  // nothing is read
-    row_major = true;
-    leading = std::max<std::int64_t>(cols, 1);
-    return true;
-  }
-  // A size-1 dim has no stride that matters; the other dim's stride must not be 0 (an expanded
-  // matrix, which Eigen cannot map) and is the leading dimension.
-  if (col_stride == 1 || cols == 1) {
-    row_major = true;
-    leading = rows == 1 ? cols : row_stride;
-    if (leading >= 1) return true;
-  }
-  if (row_stride == 1 || rows == 1) {
-    row_major = false;
-    leading = cols == 1 ? rows : col_stride;
-    if (leading >= 1) return true;
-  }
-  return false;
-}
-
-// The (batch..., rows, cols) sizes and strides under which `tensor` is read, without a view.
-void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides) {
-  sizes = tensor.sizes();
-  strides = tensor.strides();
-  const std::size_t last = sizes.size() - 1;
-  if (role == Role::Transposed) {
-    std::swap(sizes[last], sizes[last - 1]);
-    std::swap(strides[last], strides[last - 1]);
-  } else if (tensor.dim() == 1 && role == Role::Left) {
-    sizes.insert(0, 1);
-    strides.insert(0, 0);  // the stride of a size-1 dim is never used
-  } else if (tensor.dim() == 1) {
-    sizes.push_back(1);
-    strides.push_back(1);
-  }
-}
-
 namespace {
 
 template <typename T, int Order>
@@ -288,26 +249,22 @@ void launch_gemm(const OpCall& call, const Tensor& out, const Tensor& left, cons
     plan.bias_layout = {BiasMode::PerColumn, bias->stride(0)};
   }
   launch_cpu(current_stream(out.device()), [plan] { run_batched(plan); });
-  // a.scratch and b.scratch die here, after the launch: see Note [Scratch copies before a CPU
-  // kernel].
+  // a.scratch and b.scratch die here, after the launch: see
+  // Note [Scratch copies before a CPU kernel].
 }
 
 }  // namespace
 
 void matmul(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), op_name(call.kind), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Right, nullptr);
-    }
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind), [&]<typename T>() {
+    launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Right, nullptr);
   });
 }
 
 void linear(const OpCall& call, const OpOutputs& outputs) {
   const Tensor* bias = call.inputs.size() == 3 ? &call.input(2) : nullptr;
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "linear", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
-    }
+  dispatch_floating(outputs[0].dtype(), "linear", [&]<typename T>() {
+    launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
   });
 }
 

@@ -14,9 +14,9 @@
 // to the caching allocator tagged with this stream, and memory freed on a stream is handed out
 // again only to work launched later on that stream (Note [Stream reuse of cached blocks]). So
 // the copy and the GEMM, already launched, have read the scratch before any later kernel can
-// write it. While the stream captures, the same holds inside the capture's private pool (Note
-// [Private pools during capture]): the scratch block may be reused by a later kernel of the same
-// graph, and replay runs the kernels in the recorded order. Buffers that a kernel fills itself
+// write it. While the stream captures, the same holds inside the capture's private pool
+// (Note [Private pools during capture]): the scratch block may be reused by a later kernel of the
+// same graph, and replay runs the kernels in the recorded order. Buffers that a kernel fills itself
 // (conv2d's im2col columns) follow the same rule: allocate before launch, let die after.
 //
 // Note [Threads in CPU GEMM]
@@ -24,11 +24,16 @@
 // The library is built with OpenMP. Eigen splits one GEMM over omp_get_max_threads() threads
 // of the calling thread (grove never calls Eigen::setNbThreads, which is process-wide), and runs
 // it serially inside an OpenMP team that already has several threads. Eigen's own rule takes two
-// threads from about 100,000 multiply-adds, so a 64x64x64 product (262,144) would fork. On a
-// 2-core machine that gain is small and fragile: measured with the SSE2 build (about 15 us on
-// one thread), two threads ran that product between 1.6x faster and 1.1x slower while the
-// machine was quiet, and 4x to 1000x slower while other jobs shared the cores (each fork/join
-// waits for a descheduled thread). grove's rule, per op call:
+// threads from about 100,000 multiply-adds, so a 64x64x64 product (262,144) would fork, and for
+// such a product the second thread does not pay. Measured with bench/matmul_bench (BM_EigenGemm,
+// the default x86-64-v3 build, medians of 5 repetitions; two runs on the Xeon, four on the EPYC):
+//   - idle 16-core Xeon: 64x64x64 8.3-9.2 us on one thread, 11.8-12.1 us on two;
+//     128x784x256 0.72-0.78 ms on one, 0.42-0.46 ms on two;
+//   - 2-core AMD EPYC shared with other jobs (load average 2 to 4): 64x64x64 4.9-7.0 us on one
+//     thread, 8.6 us to 17 ms on two; 128x784x256 0.56-0.82 ms on one, 3.0 to 28 ms on two
+//     (each fork/join waits for a descheduled thread).
+// So two threads win only for large products on a quiet machine, and lose by orders of magnitude
+// on a busy one. grove's rule, per op call:
 //   - below kMinParallelWork multiply-adds in total (about a 128x128x128 product): one thread
 //     (ThreadsGuard(1));
 //   - many products (a batch, or conv2d's images): an OpenMP loop over them, each product
@@ -41,6 +46,7 @@
 #include <cstdint>
 
 #include "ops/dispatch.h"
+#include "ops/matrix_view.h"
 
 namespace grove::ops::cpu {
 
@@ -90,25 +96,9 @@ struct Bias {
   std::int64_t stride = 1;
 };
 
-// Finds a MatrixRef layout for (rows, cols) with the given element strides: true and the layout
-// if one dim has unit stride (size-1 dims count as unit), false if the matrix must be copied.
-bool matrix_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
-                   std::int64_t col_stride, bool& row_major, std::int64_t& leading);
-
-// How an operand is read as a stack of matrices.
-enum class Role {
-  Left,        // a: (K) as (1, K), or (..., M, K)
-  Right,       // b: (K) as (K, 1), or (..., K, N)
-  Transposed,  // linear's weight (N, K), read as (K, N)
-};
-
-// The (batch..., rows, cols) sizes and strides under which `tensor` is read in `role`, without
-// making a view (shared with the CUDA kernel, ops/cuda/linalg.cpp).
-void matrix_view(const Tensor& tensor, Role role, DimVector& sizes, DimVector& strides);
-
 // c (a.rows x b.cols, row-major with leading dimension ldc) = a @ b, plus the bias if any.
-// K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see Note
-// [Threads in CPU GEMM]); call it from inside launch_cpu.
+// K = 0 writes zeros (or the bias). Threads: whatever the calling thread allows (see
+// Note [Threads in CPU GEMM]); call it from inside launch_cpu.
 template <typename T>
 void gemm(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c, std::int64_t ldc,
           const T* bias = nullptr, Bias bias_layout = {});

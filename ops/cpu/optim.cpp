@@ -62,14 +62,14 @@ void adamw_typed(const OpCall& call) {
 
 void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
   if (call.input(0).numel() == 0) return;
-  if (call.input(0).dtype() == DType::Float32) return sgd_typed<float>(call);
-  sgd_typed<double>(call);
+  dispatch_floating(call.input(0).dtype(), op_name(call.kind),
+                    [&]<typename T>() { sgd_typed<T>(call); });
 }
 
 void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
   if (call.input(0).numel() == 0) return;
-  if (call.input(0).dtype() == DType::Float32) return adamw_typed<float>(call);
-  adamw_typed<double>(call);
+  dispatch_floating(call.input(0).dtype(), op_name(call.kind),
+                    [&]<typename T>() { adamw_typed<T>(call); });
 }
 
 }  // namespace grove::ops::cpu

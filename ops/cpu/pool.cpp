@@ -232,49 +232,41 @@ void run_avg_pool_backward(const PoolBackwardPlan<T>& plan) {
 }  // namespace
 
 void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "max_pool2d", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (outputs[0].numel() == 0) return;
-      const PoolPlan<T> plan = make_plan<T>(call, outputs);
-      launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool(plan); });
-    }
+  dispatch_floating(outputs[0].dtype(), "max_pool2d", [&]<typename T>() {
+    if (outputs[0].numel() == 0) return;
+    const PoolPlan<T> plan = make_plan<T>(call, outputs);
+    launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool(plan); });
   });
 }
 
 void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "avg_pool2d", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (outputs[0].numel() == 0) return;
-      const PoolPlan<T> plan = make_plan<T>(call, outputs);
-      launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool(plan); });
-    }
+  dispatch_floating(outputs[0].dtype(), "avg_pool2d", [&]<typename T>() {
+    if (outputs[0].numel() == 0) return;
+    const PoolPlan<T> plan = make_plan<T>(call, outputs);
+    launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool(plan); });
   });
 }
 
 void max_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t plane_size = outputs[0].size(-2) * outputs[0].size(-1);
   check_indices_on_host(call, call.input(1), plane_size, kPlaneRange);
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "max_pool2d_backward", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (outputs[0].numel() == 0) return;
-      const Tensor grad = call.input(0).contiguous();
-      const Tensor indices = call.input(1).contiguous();
-      PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
-      plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
-      plan.index_shape = index_shape(indices);
-      launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool_backward(plan); });
-    }
+  dispatch_floating(outputs[0].dtype(), "max_pool2d_backward", [&]<typename T>() {
+    if (outputs[0].numel() == 0) return;
+    const Tensor grad = call.input(0).contiguous();
+    const Tensor indices = call.input(1).contiguous();
+    PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
+    plan.indices = static_cast<const std::int64_t*>(indices.data_ptr());
+    plan.index_shape = index_shape(indices);
+    launch_cpu(current_stream(outputs[0].device()), [plan] { run_max_pool_backward(plan); });
   });
 }
 
 void avg_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "avg_pool2d_backward", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      if (outputs[0].numel() == 0) return;
-      const Tensor grad = call.input(0).contiguous();
-      const PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
-      launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool_backward(plan); });
-    }
+  dispatch_floating(outputs[0].dtype(), "avg_pool2d_backward", [&]<typename T>() {
+    if (outputs[0].numel() == 0) return;
+    const Tensor grad = call.input(0).contiguous();
+    const PoolBackwardPlan<T> plan = make_backward_plan<T>(call, grad, outputs[0]);
+    launch_cpu(current_stream(outputs[0].device()), [plan] { run_avg_pool_backward(plan); });
   });
 }
 

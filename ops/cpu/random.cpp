@@ -31,30 +31,20 @@ StridedLoop<1> loop_over(const Tensor& out, const char* name) {
 
 }  // namespace
 
-std::uint64_t counters_for_uniform(DType dtype, std::int64_t numel) {
-  return ceil_div(numel, dtype == DType::Float32 ? 4 : 2);
-}
-
-std::uint64_t counters_for_normal(DType dtype, std::int64_t numel) {
-  return ceil_div(numel, dtype == DType::Float32 ? 4 : 2);
-}
-
 void launch_uniform(const Tensor& out, double low, double high, PhiloxArgs args) {
   if (out.numel() == 0) return;
   const StridedLoop<1> loop = loop_over(out, "uniform");
   void* data = out.data_ptr();
-  GROVE_DISPATCH_DTYPE(out.dtype(), "uniform", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      T* o = static_cast<T*>(data);
-      launch_cpu(current_stream(out.device()), [=] {
-        const auto [seed, offset] = args.resolve();
-        PhiloxWords words(seed, offset);
-        const double range = high - low;
-        for_each_element(loop, [&](std::uint64_t i, std::int64_t at) {
-          o[at] = static_cast<T>(low + range * static_cast<double>(uniform_at<T>(words, i)));
-        });
+  dispatch_floating(out.dtype(), "uniform", [&]<typename T>() {
+    T* o = static_cast<T*>(data);
+    launch_cpu(current_stream(out.device()), [=] {
+      const auto [seed, offset] = args.resolve();
+      PhiloxWords words(seed, offset);
+      const double range = high - low;
+      for_each_element(loop, [&](std::uint64_t i, std::int64_t at) {
+        o[at] = static_cast<T>(low + range * static_cast<double>(uniform_at<T>(words, i)));
       });
-    }
+    });
   });
 }
 
@@ -62,17 +52,15 @@ void launch_normal(const Tensor& out, double mean, double std, PhiloxArgs args) 
   if (out.numel() == 0) return;
   const StridedLoop<1> loop = loop_over(out, "normal");
   void* data = out.data_ptr();
-  GROVE_DISPATCH_DTYPE(out.dtype(), "normal", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      T* o = static_cast<T*>(data);
-      launch_cpu(current_stream(out.device()), [=] {
-        const auto [seed, offset] = args.resolve();
-        PhiloxWords words(seed, offset);
-        for_each_element(loop, [&](std::uint64_t i, std::int64_t at) {
-          o[at] = static_cast<T>(mean + std * static_cast<double>(normal_at<T>(words, i)));
-        });
+  dispatch_floating(out.dtype(), "normal", [&]<typename T>() {
+    T* o = static_cast<T*>(data);
+    launch_cpu(current_stream(out.device()), [=] {
+      const auto [seed, offset] = args.resolve();
+      PhiloxWords words(seed, offset);
+      for_each_element(loop, [&](std::uint64_t i, std::int64_t at) {
+        o[at] = static_cast<T>(mean + std * static_cast<double>(normal_at<T>(words, i)));
       });
-    }
+    });
   });
 }
 
@@ -119,27 +107,25 @@ void dropout(const OpCall& call, const OpOutputs& outputs) {
   const IntArrayRef strides[3] = {out.strides(), mask.strides(), x.strides()};
   const StridedLoop<3> loop = make_loop<3>(x.sizes(), strides, "dropout");
   bool* keep = mask.data<bool>();
-  GROVE_DISPATCH_DTYPE(x.dtype(), "dropout", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T* in = static_cast<const T*>(x.data_ptr());
-      T* o = static_cast<T*>(out.data_ptr());
-      const T scale = static_cast<T>(1.0 / (1.0 - p));
-      const float threshold = static_cast<float>(p);
-      launch_cpu(current_stream(x.device()), [=] {
-        const auto [seed, offset] = args.resolve();
-        PhiloxWords words(seed, offset);
-        std::uint64_t flat = 0;
-        const int last = loop.ndim - 1;
-        for_each_run<3>(loop, [&](const std::int64_t* at, std::int64_t n) {
-          for (std::int64_t j = 0; j < n; ++j, ++flat) {
-            const bool kept = uniform_at<float>(words, flat) >= threshold;
-            keep[at[1] + j * loop.strides[1][last]] = kept;
-            o[at[0] + j * loop.strides[0][last]] =
-                kept ? in[at[2] + j * loop.strides[2][last]] * scale : T(0);
-          }
-        });
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    const T* in = static_cast<const T*>(x.data_ptr());
+    T* o = static_cast<T*>(out.data_ptr());
+    const T scale = static_cast<T>(1.0 / (1.0 - p));
+    const float threshold = static_cast<float>(p);
+    launch_cpu(current_stream(x.device()), [=] {
+      const auto [seed, offset] = args.resolve();
+      PhiloxWords words(seed, offset);
+      std::uint64_t flat = 0;
+      const int last = loop.ndim - 1;
+      for_each_run<3>(loop, [&](const std::int64_t* at, std::int64_t n) {
+        for (std::int64_t j = 0; j < n; ++j, ++flat) {
+          const bool kept = uniform_at<float>(words, flat) >= threshold;
+          keep[at[1] + j * loop.strides[1][last]] = kept;
+          o[at[0] + j * loop.strides[0][last]] =
+              kept ? in[at[2] + j * loop.strides[2][last]] * scale : T(0);
+        }
       });
-    }
+    });
   });
 }
 

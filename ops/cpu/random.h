@@ -8,8 +8,8 @@
 //   float64 uniform, randint : element i <- counter i / 2, words 2(i % 2), +1      (2 words)
 //   float32 normal           : element i <- counter i / 4, Box-Muller pair (i % 4) / 2
 //   float64 normal           : element i <- counter i / 2, one Box-Muller pair per counter
-// Counters are relative to the PhiloxArgs' offset, resolved inside the kernel (Note [Random
-// numbers in captured graphs] in core/rng.h).
+// Counters are relative to the PhiloxArgs' offset, resolved inside the kernel
+// (Note [Random numbers in captured graphs] in core/rng.h).
 #pragma once
 
 #include <array>
@@ -20,6 +20,7 @@
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "ops/dispatch.h"
+#include "ops/random_counters.h"
 
 namespace grove::ops::cpu {
 
@@ -29,11 +30,10 @@ void randint(const OpCall& call, const OpOutputs& outputs);
 void dropout(const OpCall& call, const OpOutputs& outputs);
 
 // Fill `out` (float32 or float64, any strides) with low + (high - low) * U[0, 1), or with
-// mean + std * N(0, 1); the caller has reserved counters_for_uniform / counters_for_normal.
+// mean + std * N(0, 1); the caller has reserved counters_for_uniform / counters_for_normal
+// (ops/random_counters.h).
 void launch_uniform(const Tensor& out, double low, double high, PhiloxArgs args);
 void launch_normal(const Tensor& out, double mean, double std, PhiloxArgs args);
-std::uint64_t counters_for_uniform(DType dtype, std::int64_t numel);
-std::uint64_t counters_for_normal(DType dtype, std::int64_t numel);
 
 // The words of one counter at a time, cached: consecutive elements share a Philox call.
 class PhiloxWords {

@@ -218,7 +218,7 @@ void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
   const Stream stream = current_stream(out.device());
   const void* x = call.input(0).data_ptr();
   void* o = out.data_ptr();
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "reduce_sum", [&]<typename T>() {
+  dispatch_dtype(call.input(0).dtype(), "reduce_sum", [&]<typename T>() {
     if constexpr (std::is_floating_point_v<T>) {
       launch_floating<T>(loops, static_cast<const T*>(x), static_cast<T*>(o), call.kind,
                          call.attributes.reals[0], stream);
@@ -238,10 +238,8 @@ void reduce_max(const OpCall& call, const OpOutputs& outputs) {
   void* values = has_values ? out.data_ptr() : nullptr;
   auto* indices =
       has_indices ? static_cast<std::int64_t*>(outputs[outputs.size() - 1].data_ptr()) : nullptr;
-  GROVE_DISPATCH_DTYPE(call.input(0).dtype(), "reduce_max", [&]<typename T>() {
-    if constexpr (!std::is_same_v<T, bool>) {  // infer rejects bool
-      launch_max<T>(loops, static_cast<const T*>(x), static_cast<T*>(values), indices, stream);
-    }
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "reduce_max", [&]<typename T>() {
+    launch_max<T>(loops, static_cast<const T*>(x), static_cast<T*>(values), indices, stream);
   });
 }
 

@@ -1,25 +1,12 @@
-// CPU kernels for the shape ops that copy. cat copies each input into its slice of the output
-// with core's strided copy; tril/triu walk the batch dims with a StridedLoop and each (R, C)
+// CPU kernels for the shape ops that copy (cat is the device-agnostic one in
+// ops/copy_kernels.cpp). tril/triu walk the batch dims with a StridedLoop and each (R, C)
 // matrix with its own two strides; one_hot writes whole rows of 0s and one 1.
 #include "ops/cpu/shape.h"
 
-#include "core/copy_kernel.h"
 #include "core/strided_loop.h"
 #include "ops/cpu/embedding.h"
 
 namespace grove::ops::cpu {
-
-// out = [input 0 | input 1 | ...] along dim: one strided copy per input into out.narrow(dim).
-void cat(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& out = outputs[0];
-  const std::int64_t dim = wrap_dim(call.attributes.ints[0], out.dim(), "cat");
-  std::int64_t start = 0;
-  for (const Tensor& input : call.inputs) {
-    const std::int64_t length = input.sizes()[dim];
-    if (length > 0) launch_copy(out.narrow(dim, start, length), input);
-    start += length;
-  }
-}
 
 // x: (*, R, C). tril keeps [r, c] with c - r <= diagonal, triu with c - r >= diagonal.
 void triangle(const OpCall& call, const OpOutputs& outputs) {
@@ -40,7 +27,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t column_stride = x.strides()[ndim - 1];
   const std::int64_t diagonal = call.attributes.ints[0];
   const bool lower = call.kind == OpKind::Tril;
-  GROVE_DISPATCH_DTYPE(x.dtype(), "tril/triu", [&]<typename T>() {
+  dispatch_dtype(x.dtype(), "tril/triu", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
     T* o = static_cast<T*>(out.data_ptr());
     launch_cpu(current_stream(out.device()), [=] {

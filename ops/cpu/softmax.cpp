@@ -29,9 +29,10 @@ constexpr std::int64_t kParallelElements = std::int64_t{1} << 15;
 constexpr int kLossBlocks = 64;
 
 // --- dense float32 rows: a vectorisable exp ---
-// At the default x86-64 target (SSE2), Eigen's float exp took about 2 ns per element here, three
-// quarters of a softmax; GCC vectorises the plain loop below (four floats per instruction) at
-// about half that. Softmax only needs exp of x - max <= 0, which keeps the function short.
+// Built for plain x86-64 (SSE2, GROVE_MARCH empty; the default is now x86-64-v3), Eigen's float
+// exp took about 2 ns per element here, three quarters of a softmax; GCC vectorises the plain
+// loop below (four floats per SSE2 instruction, eight with AVX2) at about half that. Softmax only
+// needs exp of x - max <= 0, which keeps the function short.
 
 // a if condition else b, bit by bit: GCC does not if-convert a float ?: inside a longer
 // expression (under its default -ftrapping-math), which would stop the loop vectorising.
@@ -281,30 +282,24 @@ void softmax(const OpCall& call, const OpOutputs& outputs) {
   const Rows rows = make_rows(call, out);
   const bool log = call.kind == OpKind::LogSoftmax;
   const Stream stream = current_stream(out.device());
-  GROVE_DISPATCH_DTYPE(out.dtype(), "softmax", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {  // infer rejects other dtypes
-      launch_softmax(rows, static_cast<const T*>(call.input(0).data_ptr()),
-                     static_cast<T*>(out.data_ptr()), log, stream);
-    }
+  dispatch_floating(out.dtype(), "softmax", [&]<typename T>() {
+    launch_softmax(rows, static_cast<const T*>(call.input(0).data_ptr()),
+                   static_cast<T*>(out.data_ptr()), log, stream);
   });
 }
 
 void cross_entropy(const OpCall& call, const OpOutputs& outputs) {
   const Stream stream = current_stream(outputs[0].device());
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "cross_entropy", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_cross_entropy(loss_args<T>(call), static_cast<T*>(outputs[0].data_ptr()),
-                           static_cast<T*>(outputs[1].data_ptr()), stream);
-    }
+  dispatch_floating(outputs[0].dtype(), "cross_entropy", [&]<typename T>() {
+    launch_cross_entropy(loss_args<T>(call), static_cast<T*>(outputs[0].data_ptr()),
+                         static_cast<T*>(outputs[1].data_ptr()), stream);
   });
 }
 
 void nll_loss(const OpCall& call, const OpOutputs& outputs) {
   const Stream stream = current_stream(outputs[0].device());
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), "nll_loss", [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) {
-      launch_nll_loss(loss_args<T>(call), static_cast<T*>(outputs[0].data_ptr()), stream);
-    }
+  dispatch_floating(outputs[0].dtype(), "nll_loss", [&]<typename T>() {
+    launch_nll_loss(loss_args<T>(call), static_cast<T*>(outputs[0].data_ptr()), stream);
   });
 }
 

@@ -88,9 +88,8 @@ void launch_loss_backward(const OpCall& call, const Tensor& out) {
 }
 
 void loss_backward(const OpCall& call, const OpOutputs& outputs) {
-  GROVE_DISPATCH_DTYPE(outputs[0].dtype(), op_name(call.kind).data(), [&]<typename T>() {
-    if constexpr (std::is_floating_point_v<T>) launch_loss_backward<T>(call, outputs[0]);
-  });
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind).data(),
+                    [&]<typename T>() { launch_loss_backward<T>(call, outputs[0]); });
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// cuBLAS / cuBLASLt handles and workspaces: see ops/cuda/blas_handle.h and Note [cuBLAS
-// workspaces and capture] there.
+// cuBLAS / cuBLASLt handles and workspaces: see ops/cuda/blas_handle.h and
+// Note [cuBLAS workspaces and capture] there.
 #include "ops/cuda/blas_handle.h"
 
 #include <array>

@@ -1,9 +1,9 @@
 // cuBLAS and cuBLASLt for the CUDA kernels: the status check, one handle of each library per
 // (thread, device), and one workspace buffer per (device, stream). Used by ops/cuda/linalg.cpp.
 //
-// Not an allocator: the workspaces come from cudaMalloc once and are never freed (Note [cuBLAS
-// workspaces and capture]). Handles are made on first use by a thread and go back to a
-// process-wide pool when the thread exits (so short-lived threads do not leak one each); they
+// Not an allocator: the workspaces come from cudaMalloc once and are never freed
+// (Note [cuBLAS workspaces and capture]). Handles are made on first use by a thread and go back to
+// a process-wide pool when the thread exits (so short-lived threads do not leak one each); they
 // are never destroyed, like CUDA streams (Note [CUDA stream ids]), because destroying them at
 // process exit can race the CUDA runtime's own teardown.
 //

@@ -313,28 +313,6 @@ bool dense_like(const Tensor& input, const Tensor& out) {
   return input.is_contiguous() && input.sizes() == out.sizes();
 }
 
-// Calls f(T{}) for the dtypes in the list (a plain switch: no templated lambdas through nvcc).
-template <bool kWithBool, bool kWithIntegers = true, typename F>
-void dispatch_dtype(DType dtype, const char* what, F&& f) {
-  switch (dtype) {
-    case DType::Float32:
-      return f(float{});
-    case DType::Float64:
-      return f(double{});
-    case DType::Int64:
-      if constexpr (kWithIntegers) return f(std::int64_t{});
-      break;
-    case DType::Int32:
-      if constexpr (kWithIntegers) return f(std::int32_t{});
-      break;
-    case DType::Bool:
-      if constexpr (kWithBool) return f(bool{});
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, what, ": no CUDA kernel for dtype ", dtype,
-                        "; its infer should have refused it");
-}
-
 // out = op(a, b) with a, b (or the call's scalar) broadcast to out.
 template <typename T, typename R>
 void launch_binary(const OpCall& call, const Tensor& out) {
@@ -396,22 +374,18 @@ UnaryArgs<T> unary_args(const OpCall& call) {
 
 void binary(const OpCall& call, const OpOutputs& outputs) {
   if (is_comparison(call.kind)) {
-    dispatch_dtype<true>(call.input(0).dtype(), "binary",
-                         [&](auto tag) { launch_binary<decltype(tag), bool>(call, outputs[0]); });
+    dispatch_dtype(call.input(0).dtype(), "binary",
+                   [&]<typename T>() { launch_binary<T, bool>(call, outputs[0]); });
     return;
   }
-  dispatch_dtype<false>(call.input(0).dtype(), "binary", [&](auto tag) {
-    using T = decltype(tag);
-    launch_binary<T, T>(call, outputs[0]);
-  });
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "binary",
+                                     [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
 }
 
 // out = grad * gelu'(x): the binary kernels with GeluBackward as their op.
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_dtype<false, false>(outputs[0].dtype(), "gelu_backward", [&](auto tag) {
-    using T = decltype(tag);
-    launch_binary<T, T>(call, outputs[0]);
-  });
+  dispatch_floating(outputs[0].dtype(), "gelu_backward",
+                    [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
 }
 
 void unary(const OpCall& call, const OpOutputs& outputs) {
@@ -421,8 +395,7 @@ void unary(const OpCall& call, const OpOutputs& outputs) {
   if (n == 0) return;
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype<false>(input.dtype(), "unary", [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_dtype<DTypes::AllButBool>(input.dtype(), "unary", [&]<typename T>() {
     const UnaryArgs<T> args = unary_args<T>(call);
     const T* x = typed<const T>(input);
     T* o = typed<T>(out);
@@ -452,8 +425,7 @@ void where(const OpCall& call, const OpOutputs& outputs) {
   const StridedLoop<4> loop = make_loop<4>(out.sizes(), strides, "where");
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype<true>(out.dtype(), "where", [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_dtype(out.dtype(), "where", [&]<typename T>() {
     where_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
         typed<T>(out), typed<const bool>(call.input(0)), typed<const T>(call.input(1)),
         typed<const T>(call.input(2)), loop, n);
@@ -471,8 +443,7 @@ void masked_fill(const OpCall& call, const OpOutputs& outputs) {
   const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, "masked_fill");
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype<true>(out.dtype(), "masked_fill", [&](auto tag) {
-    using T = decltype(tag);
+  dispatch_dtype(out.dtype(), "masked_fill", [&]<typename T>() {
     masked_fill_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
         typed<T>(out), typed<const T>(call.input(0)), typed<const bool>(call.input(1)),
         call.attributes.scalar.to<T>(), loop, n);

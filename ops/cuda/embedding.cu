@@ -22,10 +22,10 @@
 //
 // Note [Out-of-range indices on the GPU]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The CPU checks indices on the host before the launch and again in the kernel (Note [Index
-// checks during capture] in ops/embedding.h). For CUDA tensors the host cannot read the indices
-// without a copy and a synchronisation, so only the kernel sees them. A kernel that finds a bad
-// index never reads through it: it reports it (Note [Device-side error reports] in
+// The CPU checks indices on the host before the launch and again in the kernel
+// (Note [Index checks during capture] in ops/embedding.h). For CUDA tensors the host cannot read
+// the indices without a copy and a synchronisation, so only the kernel sees them. A kernel that
+// finds a bad index never reads through it: it reports it (Note [Device-side error reports] in
 // core/cuda/device_errors.h), so the next synchronisation throws DeviceCheckError naming the op,
 // the index and its position, and it poisons what the index would have produced, in case the
 // result is used before that: embedding writes a row of NaN for it (0 in an integer table), and
@@ -274,19 +274,7 @@ void launch_embedding_backward(const OpCall& call, const Tensor& out) {
 
 void embedding(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  switch (out.dtype()) {
-    case DType::Float32:
-      return launch_embedding<float>(call, out);
-    case DType::Float64:
-      return launch_embedding<double>(call, out);
-    case DType::Int64:
-      return launch_embedding<std::int64_t>(call, out);
-    case DType::Int32:
-      return launch_embedding<std::int32_t>(call, out);
-    case DType::Bool:
-      return launch_embedding<bool>(call, out);
-  }
-  GROVE_INTERNAL_ASSERT(false, "embedding reached the CUDA kernel with dtype ", out.dtype());
+  dispatch_dtype(out.dtype(), "embedding", [&]<typename T>() { launch_embedding<T>(call, out); });
 }
 
 std::int64_t set_embedding_scan_limit(std::int64_t limit) {
@@ -296,7 +284,7 @@ std::int64_t set_embedding_scan_limit(std::int64_t limit) {
 }
 
 void embedding_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_embedding_backward<T>(call, outputs[0]); });
 }
 

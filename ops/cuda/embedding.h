@@ -1,9 +1,9 @@
 // CUDA kernels of embedding and embedding_backward (ops/embedding.h), with the names of the CPU
 // kernels in ops/cpu/embedding.h, which are their reference (tests/ops/cuda_embedding_test.cpp
 // checks parity). Each launches on the current stream of the output's device and does not
-// synchronise the host, so indices are never checked on the host: see Note [Out-of-range
-// indices on the GPU] in ops/cuda/embedding.cu. Defined only in builds with GROVE_CUDA; this
-// header is plain C++.
+// synchronise the host, so indices are never checked on the host: see
+// Note [Out-of-range indices on the GPU] in ops/cuda/embedding.cu. Defined only in builds with
+// GROVE_CUDA; this header is plain C++.
 #pragma once
 
 #include <cstdint>

@@ -11,10 +11,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
+#include "ops/aliasing.h"
 #include "ops/broadcast.h"
-#include "ops/cpu/inplace.h"
 #include "ops/cuda/inplace.h"
 #include "ops/cuda/kernel_loop.cuh"
 
@@ -75,7 +74,7 @@ void launch_update(const OpCall& call) {
                           DimVector(x.sizes().size(), 0)};
   std::array<const T*, 2> inputs{};
   for (int k = 0; k < operands; ++k) {
-    kept[k] = cpu::unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
+    kept[k] = unaliased(x, call.input(static_cast<std::size_t>(k) + 1));
     strides[k + 1] = broadcast_strides(kept[k], x.sizes());
     inputs[k] = static_cast<const T*>(kept[k].data_ptr());
   }
@@ -92,29 +91,8 @@ void launch_update(const OpCall& call) {
 }  // namespace
 
 void update(const OpCall& call, const OpOutputs& /*outputs*/) {
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_update<float>(call);
-    case DType::Float64:
-      return launch_update<double>(call);
-    case DType::Int64:
-      return launch_update<std::int64_t>(call);
-    case DType::Int32:
-      return launch_update<std::int32_t>(call);
-    case DType::Bool:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached update() with dtype bool");
-}
-
-void fill(const OpCall& call, const OpOutputs& outputs) {
-  launch_fill(outputs[0], call.attributes.scalar);
-}
-
-void copy(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& x = outputs[0];
-  const Tensor& src = call.input(1);
-  launch_copy(x, src.sizes() == x.sizes() ? src : src.expand(x.sizes()));
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), op_name(call.kind),
+                                     [&]<typename T>() { launch_update<T>(call); });
 }
 
 }  // namespace grove::ops::cuda

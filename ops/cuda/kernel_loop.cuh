@@ -1,5 +1,5 @@
 // Shared pieces of the hand-written CUDA kernels (ops/cuda/*.cu): launch geometry, the host-side
-// stream lookup and float32/float64 dispatch, and the device function that turns a linear index
+// stream lookup, and the device function that turns a linear index
 // into per-operand offsets over a StridedLoop (core/strided_loop.h).
 //
 // A StridedLoop is trivially copyable, so kernels take it by value as a __grid_constant__
@@ -30,21 +30,6 @@ inline unsigned blocks_for(std::int64_t work) {
 // The stream kernels working on `t` are launched on: the current stream of its device.
 inline cudaStream_t stream_of(const Tensor& t) {
   return cuda_backend::cuda_stream(current_stream(t.device()));
-}
-
-// Runs body.template operator()<T>() with T = float or double for a float32 or float64 `dtype`.
-// Any other dtype is a bug in grove (the op's infer refuses it), reported as such.
-template <typename Body>
-void dispatch_floating(const OpCall& call, DType dtype, Body body) {
-  switch (dtype) {
-    case DType::Float32:
-      return body.template operator()<float>();
-    case DType::Float64:
-      return body.template operator()<double>();
-    default:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached the CUDA kernel with dtype ", dtype);
 }
 
 // offsets[k] = operand k's offset (in elements) of the element at `linear`, in row-major order

@@ -21,60 +21,18 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/layer_norm.h"
 
 namespace grove::ops::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 // Rows up to this many elements take one warp each; longer rows one block of kThreads.
 constexpr std::int64_t kMaxWarpFeatures = 1024;
 // Rows per partial sum of grad_weight and grad_bias (about), and the most partials.
 constexpr std::int64_t kRowsPerPartial = 32;
 constexpr std::int64_t kMaxPartials = 256;
-
-// The sum over a warp's 32 lanes; every lane gets the same value (a butterfly, a + b == b + a).
-__device__ inline double warp_sum(double value) {
-  for (int step = kWarp / 2; step > 0; step /= 2) {
-    value += __shfl_xor_sync(kFullMask, value, step);
-  }
-  return value;
-}
-
-// The sum over the block (a multiple of 32 threads) in a fixed order, for every thread. The
-// block synchronises on entry so that consecutive calls may reuse `shared`.
-__device__ inline double block_sum(double value, double* shared) {
-  value = warp_sum(value);
-  __syncthreads();
-  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  double total = 0.0;
-  for (int w = 0; w < static_cast<int>(blockDim.x / kWarp); ++w) total += shared[w];
-  return total;
-}
-
-// Which rows this thread's group (a warp, or the block) handles, and its lane in the group.
-template <bool kWarpRows>
-struct RowGroup {
-  int lane, width;
-  std::int64_t first, step;
-  __device__ RowGroup() {
-    const std::int64_t groups_per_block = kWarpRows ? blockDim.x / kWarp : 1;
-    lane = kWarpRows ? static_cast<int>(threadIdx.x % kWarp) : static_cast<int>(threadIdx.x);
-    width = kWarpRows ? kWarp : static_cast<int>(blockDim.x);
-    first = blockIdx.x * groups_per_block + (kWarpRows ? threadIdx.x / kWarp : 0);
-    step = gridDim.x * groups_per_block;
-  }
-  __device__ double sum(double value, double* shared) const {
-    if constexpr (kWarpRows) {
-      return warp_sum(value);
-    } else {
-      return block_sum(value, shared);
-    }
-  }
-};
 
 // x, y: (M, N) contiguous; weight, bias: (N) or null; mean, rstd: (M).
 template <typename T, bool kWarpRows>
@@ -254,12 +212,12 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
 }  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_layer_norm<T>(call, outputs); });
 }
 
 void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_layer_norm_backward<T>(call, outputs); });
 }
 

@@ -44,15 +44,12 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
 #include "core/strided_loop.h"
-#include "ops/cpu/linalg.h"
 #include "ops/cuda/blas_handle.h"
+#include "ops/matrix_view.h"
 #include "ops/precision.h"
 
 namespace grove::ops::cuda {
 namespace {
-
-using cpu::matrix_view;
-using cpu::Role;
 
 // One operand in row-major terms: its first matrix and its batch dims.
 struct Operand {
@@ -70,7 +67,7 @@ struct Operand {
 // rows of the matrix as stored column-major (cols of a row-major matrix, rows of a column-major).
 bool blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t row_stride,
                  std::int64_t col_stride, bool& row_major, std::int64_t& leading) {
-  if (!cpu::matrix_layout(rows, cols, row_stride, col_stride, row_major, leading)) return false;
+  if (!matrix_layout(rows, cols, row_stride, col_stride, row_major, leading)) return false;
   return leading >= std::max<std::int64_t>(row_major ? cols : rows, 1);
 }
 
@@ -455,8 +452,8 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
     }
     blas_gemm(one, stream);
   }
-  // a.scratch, b.scratch and bias_contiguous die here, after the launches: see Note [Scratch
-  // copies before a CPU kernel] in ops/cpu/linalg.h.
+  // a.scratch, b.scratch and bias_contiguous die here, after the launches: see
+  // Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
 }
 
 void check_float(const Tensor& out, const char* op) {

@@ -20,12 +20,12 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // The CPU kernels throw for a target that is neither ignore_index nor in [0, C). A CUDA kernel
 // cannot throw, and checking on the host would need a copy and a synchronisation (and is not
-// allowed while a graph captures). So on the GPU a bad target is reported (Note [Device-side
-// error reports] in core/cuda/device_errors.h: the next synchronisation throws DeviceCheckError
-// naming the op, the target and its row) and poisons the result in the meantime: the row's loss
-// is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written. The kernels
-// never read scores[i, target] for such a target, and each kernel reports a bad row once. The
-// same rule holds for embedding's indices (ops/cuda/embedding.cu).
+// allowed while a graph captures). So on the GPU a bad target is reported
+// (Note [Device-side error reports] in core/cuda/device_errors.h: the next synchronisation throws
+// DeviceCheckError naming the op, the target and its row) and poisons the result in the meantime:
+// the row's loss is NaN (so the mean is NaN), and its gradient row is NaN; lse is still written.
+// The kernels never read scores[i, target] for such a target, and each kernel reports a bad row
+// once. The same rule holds for embedding's indices (ops/cuda/embedding.cu).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -33,56 +33,18 @@
 
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
 
 namespace grove::ops::cuda {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr unsigned kFullMask = 0xffffffffu;
 // Rows up to this many classes take one warp each; longer rows one block of kThreads.
 constexpr std::int64_t kMaxWarpClasses = 1024;
 // Threads of the single block that forms the mean, and of the block that counts for the
 // gradients.
 constexpr int kFinishThreads = 512;
-
-// The larger of a and b, NaN if either is NaN (the CPU's row_max).
-__device__ inline double nan_max(double a, double b) {
-  if (a != a) return a;
-  return b > a || b != b ? b : a;
-}
-
-struct Max {
-  __device__ double operator()(double a, double b) const { return nan_max(a, b); }
-};
-struct Plus {
-  __device__ double operator()(double a, double b) const { return a + b; }
-};
-
-// Combines `value` over the 32 lanes of a warp; every lane gets the same result (a butterfly:
-// lanes exchange partials pairwise, and a + b == b + a).
-template <typename F>
-__device__ double warp_reduce(double value, F op) {
-  for (int step = kWarp / 2; step > 0; step /= 2) {
-    value = op(value, __shfl_xor_sync(kFullMask, value, step));
-  }
-  return value;
-}
-
-// Combines `value` over the block (a multiple of 32 threads), in a fixed order; every thread
-// gets the result. `shared` holds one partial per warp; the block synchronises on entry so that
-// consecutive calls may reuse it.
-template <typename F>
-__device__ double block_reduce(double value, double* shared, F op) {
-  value = warp_reduce(value, op);
-  __syncthreads();
-  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  double total = shared[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / kWarp); ++w) total = op(total, shared[w]);
-  return total;
-}
 
 // The (N, C) scores and (N) targets of a loss, as raw pointers and strides.
 template <typename T>
@@ -117,31 +79,21 @@ __device__ inline bool valid_target(std::int64_t target, std::int64_t classes) {
 template <typename T, bool kWarpRows>
 __global__ void cross_entropy_rows(const LossArgs<T> args, T* lse, double* row_loss) {
   __shared__ double shared[kThreads / kWarp];
-  const int lane =
-      kWarpRows ? static_cast<int>(threadIdx.x % kWarp) : static_cast<int>(threadIdx.x);
-  const int width = kWarpRows ? kWarp : static_cast<int>(blockDim.x);
-  const std::int64_t groups_per_block = kWarpRows ? blockDim.x / kWarp : 1;
-  const std::int64_t first = blockIdx.x * groups_per_block + (kWarpRows ? threadIdx.x / kWarp : 0);
-  const std::int64_t step = gridDim.x * groups_per_block;
-  auto reduce = [&](double value, auto op) {
-    if constexpr (kWarpRows) {
-      return warp_reduce(value, op);
-    } else {
-      return block_reduce(value, shared, op);
-    }
-  };
-  for (std::int64_t i = first; i < args.rows; i += step) {
+  const RowGroup<kWarpRows> group;
+  const int lane = group.lane;
+  const int width = group.width;
+  for (std::int64_t i = group.first; i < args.rows; i += group.step) {
     const T* row = args.scores + i * args.row_stride;
     double max = static_cast<double>(row[0]);  // rows are not empty (infer checks C > 0)
     for (std::int64_t j = lane; j < args.classes; j += width) {
       max = nan_max(max, static_cast<double>(row[j * args.class_stride]));
     }
-    max = reduce(max, Max{});
+    max = group.reduce(max, shared, NanMax{});
     double sum = 0.0;
     for (std::int64_t j = lane; j < args.classes; j += width) {
       sum += ::exp(static_cast<double>(row[j * args.class_stride]) - max);
     }
-    sum = reduce(sum, Plus{});
+    sum = group.reduce(sum, shared, Sum{});
     if (lane == 0) {
       const double row_lse = max + ::log(sum);
       lse[i] = static_cast<T>(row_lse);
@@ -177,12 +129,13 @@ __global__ void mean_loss(const LossArgs<T> args, const double* row_loss, T* los
     } else if (valid_target(target, args.classes)) {
       total -= static_cast<double>(args.scores[i * args.row_stride + target * args.class_stride]);
     } else {  // nll_loss (cross_entropy_rows has reported it for cross_entropy)
-      total += __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+      // See Note [Out-of-range targets on the GPU].
+      total += __longlong_as_double(0x7ff8000000000000LL);
       cuda_backend::report_bad_value(args.errors, target, i, args.classes);
     }
   }
-  total = block_reduce(total, shared, Plus{});
-  count = block_reduce(count, shared, Plus{});
+  total = block_reduce(total, shared, Sum{});
+  count = block_reduce(count, shared, Sum{});
   if (threadIdx.x == 0) *loss = static_cast<T>(total / count);
 }
 
@@ -194,7 +147,7 @@ __global__ void gradient_scale(const LossArgs<T> args, const T* grad, double* sc
   for (std::int64_t i = threadIdx.x; i < args.rows; i += blockDim.x) {
     count += args.targets[i * args.target_stride] != args.ignore_index ? 1.0 : 0.0;
   }
-  count = block_reduce(count, shared, Plus{});
+  count = block_reduce(count, shared, Sum{});
   if (threadIdx.x == 0) *scale = count == 0.0 ? 0.0 : static_cast<double>(grad[0]) / count;
 }
 
@@ -210,7 +163,8 @@ __global__ void loss_gradient(const LossArgs<T> args, const T* lse, std::int64_t
     double value = 0.0;
     if (target != args.ignore_index) {
       if (!valid_target(target, args.classes)) {
-        value = __longlong_as_double(0x7ff8000000000000LL);  // See Note [Out-of-range targets ...]
+        // See Note [Out-of-range targets on the GPU].
+        value = __longlong_as_double(0x7ff8000000000000LL);
         if (c == 0) cuda_backend::report_bad_value(args.errors, target, i, args.classes);
       } else if (lse == nullptr) {
         value = c == target ? -*scale : 0.0;
@@ -287,22 +241,22 @@ void launch_loss_gradient(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void cross_entropy(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_cross_entropy<T>(call, outputs); });
 }
 
 void nll_loss(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_nll_loss<T>(call, outputs); });
 }
 
 void cross_entropy_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 
 void nll_loss_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_loss_gradient<T>(call, outputs[0]); });
 }
 

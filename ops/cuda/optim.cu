@@ -70,16 +70,14 @@ void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
   const Tensor& param = call.input(0);
   if (param.numel() == 0) return;
   cuda_backend::DeviceGuard guard(param.device());
-  if (param.dtype() == DType::Float32) return sgd_typed<float>(call);
-  sgd_typed<double>(call);
+  dispatch_floating(param.dtype(), op_name(call.kind), [&]<typename T>() { sgd_typed<T>(call); });
 }
 
 void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
   const Tensor& param = call.input(0);
   if (param.numel() == 0) return;
   cuda_backend::DeviceGuard guard(param.device());
-  if (param.dtype() == DType::Float32) return adamw_typed<float>(call);
-  adamw_typed<double>(call);
+  dispatch_floating(param.dtype(), op_name(call.kind), [&]<typename T>() { adamw_typed<T>(call); });
 }
 
 }  // namespace grove::ops::cuda

@@ -319,20 +319,22 @@ void launch_max_backward(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void max_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(), [&]<typename T>() { launch_pool<T>(call, outputs); });
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
+                    [&]<typename T>() { launch_pool<T>(call, outputs); });
 }
 
 void avg_pool2d(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(), [&]<typename T>() { launch_pool<T>(call, outputs); });
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
+                    [&]<typename T>() { launch_pool<T>(call, outputs); });
 }
 
 void max_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_max_backward<T>(call, outputs[0]); });
 }
 
 void avg_pool2d_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_avg_backward<T>(call, outputs[0]); });
 }
 

@@ -25,11 +25,11 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
-#include "ops/cpu/random.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/philox.cuh"
 #include "ops/cuda/random.h"
 #include "ops/random.h"
+#include "ops/random_counters.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -151,33 +151,22 @@ void launch_fill_kernel(const Tensor& out, double first, double second, PhiloxAr
                         bool normal) {
   if (out.numel() == 0) return;
   const std::int64_t numel = out.numel();
-  const auto counters =
-      static_cast<std::int64_t>(normal ? cpu::counters_for_normal(out.dtype(), numel)
-                                       : cpu::counters_for_uniform(out.dtype(), numel));
+  const auto counters = static_cast<std::int64_t>(
+      normal ? counters_for_normal(out.dtype(), numel) : counters_for_uniform(out.dtype(), numel));
   const StridedLoop<1> loop = loop_over(out, normal ? "normal" : "uniform");
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(out.device()));
   cuda_backend::DeviceGuard guard(out.device());
   const unsigned blocks = blocks_for(counters);
-  if (out.dtype() == DType::Float32) {
-    float* o = static_cast<float*>(out.data_ptr());
+  dispatch_floating(out.dtype(), normal ? "normal" : "uniform", [&]<typename T>() {
+    T* o = static_cast<T*>(out.data_ptr());
     if (normal) {
-      normal_kernel<float>
+      normal_kernel<T>
           <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second, args);
     } else {
-      uniform_kernel<float>
+      uniform_kernel<T>
           <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second - first, args);
     }
-  } else {
-    GROVE_INTERNAL_ASSERT(out.dtype() == DType::Float64, "random fills are float32 or float64");
-    double* o = static_cast<double*>(out.data_ptr());
-    if (normal) {
-      normal_kernel<double>
-          <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second, args);
-    } else {
-      uniform_kernel<double>
-          <<<blocks, kThreads, 0, stream>>>(o, loop, numel, counters, first, second - first, args);
-    }
-  }
+  });
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -185,26 +174,26 @@ void launch_fill_kernel(const Tensor& out, double first, double second, PhiloxAr
 
 void rand(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_uniform(out.dtype(), out.numel());
+  const std::uint64_t counters = counters_for_uniform(out.dtype(), out.numel());
   launch_fill_kernel(out, 0.0, 1.0, detail::reserve_philox(call, out.device(), counters), false);
 }
 
 void randn(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_normal(out.dtype(), out.numel());
+  const std::uint64_t counters = counters_for_normal(out.dtype(), out.numel());
   launch_fill_kernel(out, 0.0, 1.0, detail::reserve_philox(call, out.device(), counters), true);
 }
 
 void uniform(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_uniform(x.dtype(), x.numel());
+  const std::uint64_t counters = counters_for_uniform(x.dtype(), x.numel());
   launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
                      detail::reserve_philox(call, x.device(), counters), false);
 }
 
 void normal(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
-  const std::uint64_t counters = cpu::counters_for_normal(x.dtype(), x.numel());
+  const std::uint64_t counters = counters_for_normal(x.dtype(), x.numel());
   launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
                      detail::reserve_philox(call, x.device(), counters), true);
 }
@@ -243,16 +232,11 @@ void dropout(const OpCall& call, const OpOutputs& outputs) {
   cuda_backend::DeviceGuard guard(x.device());
   const unsigned blocks = blocks_for(counters);
   bool* keep = mask.data<bool>();
-  if (x.dtype() == DType::Float32) {
-    dropout_kernel<float><<<blocks, kThreads, 0, stream>>>(
-        static_cast<float*>(out.data_ptr()), keep, static_cast<const float*>(x.data_ptr()), loop,
-        numel, counters, threshold, static_cast<float>(1.0 / (1.0 - p)), args);
-  } else {
-    GROVE_INTERNAL_ASSERT(x.dtype() == DType::Float64, "dropout is float32 or float64");
-    dropout_kernel<double><<<blocks, kThreads, 0, stream>>>(
-        static_cast<double*>(out.data_ptr()), keep, static_cast<const double*>(x.data_ptr()), loop,
-        numel, counters, threshold, 1.0 / (1.0 - p), args);
-  }
+  dispatch_floating(x.dtype(), "dropout", [&]<typename T>() {
+    dropout_kernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<T*>(out.data_ptr()), keep, static_cast<const T*>(x.data_ptr()), loop, numel,
+        counters, threshold, static_cast<T>(1.0 / (1.0 - p)), args);
+  });
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -24,14 +24,13 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/reduce_loops.h"
 
 namespace grove::ops::cuda {
 namespace {
-
-constexpr int kWarp = 32;
 
 // Threads per block: the smallest multiple of 32 covering `count`, at most kThreads.
 unsigned threads_for(std::int64_t count) {
@@ -61,22 +60,6 @@ struct DeviceKahan {
   __device__ double value() const { return isfinite(plain) ? sum - compensation : plain; }
 };
 
-// The sum of `value` over the block, returned to every thread. `shared` holds one partial per
-// warp; the block synchronises on entry so that `shared` may be reused by consecutive calls.
-template <typename A>
-__device__ A block_sum(A value, A* shared) {
-  for (int step = kWarp / 2; step > 0; step /= 2)
-    value += __shfl_down_sync(0xffffffffu, value, step);
-  const int warp = threadIdx.x / kWarp;
-  const int lane = threadIdx.x % kWarp;
-  __syncthreads();
-  if (lane == 0) shared[warp] = value;
-  __syncthreads();
-  A total = A(0);
-  for (int w = 0; w < static_cast<int>(blockDim.x / kWarp); ++w) total += shared[w];
-  return total;
-}
-
 // The sum of f(v) over the reduced elements starting at `base`, this thread's share.
 template <typename T, typename F>
 __device__ double thread_sum(const StridedLoop<1>& inner, std::int64_t count, const T* base, F f) {
@@ -99,16 +82,16 @@ __global__ void reduce_floating(const T* x, T* out, const __grid_constant__ Stri
     std::int64_t offsets[2];
     offsets_of<2>(outer, i, offsets);
     const T* base = x + offsets[1];
-    double total = block_sum(
-        thread_sum(inner, count, base, [](T v) { return static_cast<double>(v); }), shared);
+    double total = block_reduce(
+        thread_sum(inner, count, base, [](T v) { return static_cast<double>(v); }), shared, Sum{});
     if (var) {
       const double mean = total / static_cast<double>(count);
-      total = block_sum(thread_sum(inner, count, base,
-                                   [mean](T v) {
-                                     const double deviation = static_cast<double>(v) - mean;
-                                     return deviation * deviation;
-                                   }),
-                        shared);
+      total = block_reduce(thread_sum(inner, count, base,
+                                      [mean](T v) {
+                                        const double deviation = static_cast<double>(v) - mean;
+                                        return deviation * deviation;
+                                      }),
+                           shared, Sum{});
     }
     if (threadIdx.x == 0) out[offsets[0]] = static_cast<T>(total / divisor);
   }
@@ -131,7 +114,7 @@ __global__ void reduce_integer_sum(const T* x, std::int64_t* out,
       total +=
           static_cast<unsigned long long>(static_cast<std::int64_t>(x[offsets[1] + offset[0]]));
     }
-    total = block_sum(total, shared);
+    total = block_reduce(total, shared, Sum{});
     if (threadIdx.x == 0) out[offsets[0]] = static_cast<std::int64_t>(total);
   }
 }
@@ -174,8 +157,8 @@ __global__ void reduce_max_kernel(const T* x, T* values, std::int64_t* indices,
       }
     }
     for (int step = kWarp / 2; step > 0; step /= 2) {
-      const T other = __shfl_down_sync(0xffffffffu, best, step);
-      const std::int64_t other_index = __shfl_down_sync(0xffffffffu, best_index, step);
+      const T other = __shfl_down_sync(kFullMask, best, step);
+      const std::int64_t other_index = __shfl_down_sync(kFullMask, best_index, step);
       if (beats(other, other_index, best, best_index)) {
         best = other;
         best_index = other_index;
@@ -247,36 +230,15 @@ void launch_max(const OpCall& call, const OpOutputs& outputs, const ReduceLoops&
 void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
   const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/true);
   if (loops.outputs == 0) return;
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_sum<float>(call, outputs[0], loops);
-    case DType::Float64:
-      return launch_sum<double>(call, outputs[0], loops);
-    case DType::Int64:
-      return launch_sum<std::int64_t>(call, outputs[0], loops);
-    case DType::Int32:
-      return launch_sum<std::int32_t>(call, outputs[0], loops);
-    case DType::Bool:
-      return launch_sum<bool>(call, outputs[0], loops);
-  }
+  dispatch_dtype(call.input(0).dtype(), op_name(call.kind),
+                 [&]<typename T>() { launch_sum<T>(call, outputs[0], loops); });
 }
 
 void reduce_max(const OpCall& call, const OpOutputs& outputs) {
   const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/false);
   if (loops.outputs == 0) return;
-  switch (call.input(0).dtype()) {
-    case DType::Float32:
-      return launch_max<float>(call, outputs, loops);
-    case DType::Float64:
-      return launch_max<double>(call, outputs, loops);
-    case DType::Int64:
-      return launch_max<std::int64_t>(call, outputs, loops);
-    case DType::Int32:
-      return launch_max<std::int32_t>(call, outputs, loops);
-    case DType::Bool:
-      break;
-  }
-  GROVE_INTERNAL_ASSERT(false, op_name(call.kind), " reached reduce_max() with dtype bool");
+  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), op_name(call.kind),
+                                     [&]<typename T>() { launch_max<T>(call, outputs, loops); });
 }
 
 }  // namespace grove::ops::cuda

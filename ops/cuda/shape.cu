@@ -1,18 +1,18 @@
 // CUDA kernels for the shape ops that copy; ops/cpu/shape.cpp is the reference they match.
-//   cat: one strided copy (core's CUDA copy kernel) per input into its slice of the output, as
-//     on the CPU; one launch per input (a single launch for all inputs is not done).
+//   cat: the device-agnostic kernel of ops/copy_kernels.cpp, one strided copy (core's CUDA
+//     copy kernel) per input into its slice of the output; one launch per input (a single
+//     launch for all inputs is not done).
 //   tril/triu: one thread per output element: the element's batch offset from a StridedLoop
 //     over the batch dims, its row and column from the last two; values are moved as raw bits of
 //     their size (1, 4 or 8 bytes), and the dropped ones written as 0 (all bits zero is 0 in
 //     every dtype).
 //   one_hot: one thread per output element, out[n, c] = (c == indices[n]). An index outside
-//     [0, num_classes) gives a row of zeros and is reported: see Note [Out-of-range indices on
-//     the GPU] in ops/cuda/embedding.cu.
+//     [0, num_classes) gives a row of zeros and is reported: see
+//     Note [Out-of-range indices on the GPU] in ops/cuda/embedding.cu.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "core/copy_kernel.h"
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
 #include "ops/cuda/kernel_loop.cuh"
@@ -81,18 +81,6 @@ void launch_triangle(const OpCall& call, const Tensor& out) {
 }
 
 }  // namespace
-
-// out = [input 0 | input 1 | ...] along dim: one strided copy per input into out.narrow(dim).
-void cat(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor& out = outputs[0];
-  const std::int64_t dim = wrap_dim(call.attributes.ints[0], out.dim(), "cat");
-  std::int64_t start = 0;
-  for (const Tensor& input : call.inputs) {
-    const std::int64_t length = input.sizes()[dim];
-    if (length > 0) launch_copy(out.narrow(dim, start, length), input);
-    start += length;
-  }
-}
 
 void triangle(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];

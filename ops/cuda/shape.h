@@ -5,12 +5,13 @@
 // GROVE_CUDA; this header is plain C++.
 #pragma once
 
+#include "ops/copy_kernels.h"
 #include "ops/cuda/kernel_entry.h"
 #include "ops/dispatch.h"
 
 namespace grove::ops::cuda {
 
-void cat(const OpCall& call, const OpOutputs& outputs);
+using any_device::cat;  // ops/copy_kernels.h, shared with the CPU
 void triangle(const OpCall& call, const OpOutputs& outputs);  // tril, triu
 void one_hot(const OpCall& call, const OpOutputs& outputs);
 

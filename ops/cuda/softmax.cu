@@ -15,35 +15,12 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
 
 namespace grove::ops::cuda {
 namespace {
-
-constexpr int kWarp = 32;
-
-// The larger of a and b, NaN if either is NaN (the CPU's row_max).
-__device__ inline double nan_max(double a, double b) {
-  if (a != a) return a;
-  return b > a || b != b ? b : a;
-}
-
-// Combines `value` over the block with `op`, returning the result to every thread. `shared`
-// holds one partial per warp; the block synchronises on entry so that consecutive calls may
-// reuse it.
-template <typename F>
-__device__ double block_reduce(double value, double* shared, F op) {
-  for (int step = kWarp / 2; step > 0; step /= 2) {
-    value = op(value, __shfl_down_sync(0xffffffffu, value, step));
-  }
-  __syncthreads();
-  if (threadIdx.x % kWarp == 0) shared[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  double total = shared[0];
-  for (int w = 1; w < static_cast<int>(blockDim.x / kWarp); ++w) total = op(total, shared[w]);
-  return total;
-}
 
 // rows: operand 0 the output, 1 the input, over every dim but `dim`; each row has `length`
 // elements at out_stride / in_stride.
@@ -61,12 +38,12 @@ __global__ void softmax_rows(const T* x, T* out, const __grid_constant__ Strided
     for (std::int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       max = nan_max(max, static_cast<double>(in[j * in_stride]));
     }
-    max = block_reduce(max, shared, [](double a, double b) { return nan_max(a, b); });
+    max = block_reduce(max, shared, NanMax{});
     double sum = 0.0;
     for (std::int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       sum += ::exp(static_cast<double>(in[j * in_stride]) - max);
     }
-    sum = block_reduce(sum, shared, [](double a, double b) { return a + b; });
+    sum = block_reduce(sum, shared, Sum{});
     const double lse = max + ::log(sum);
     for (std::int64_t j = threadIdx.x; j < length; j += blockDim.x) {
       const double v = static_cast<double>(in[j * in_stride]);
@@ -109,7 +86,7 @@ void launch_softmax(const OpCall& call, const Tensor& out) {
 }  // namespace
 
 void softmax(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(call, outputs[0].dtype(),
+  dispatch_floating(outputs[0].dtype(), op_name(call.kind),
                     [&]<typename T>() { launch_softmax<T>(call, outputs[0]); });
 }
 

@@ -1,9 +1,9 @@
 // CUDA kernels of the softmax family (ops/softmax.h), with the names of the CPU kernels in
 // ops/cpu/softmax.h, which are their reference (tests/ops/cuda_softmax_test.cpp checks parity).
 // softmax and log_softmax are in ops/cuda/softmax.cu; the losses and their gradients in
-// ops/cuda/loss.cu (a bad target gives NaN, not an error: see Note [Out-of-range targets on the
-// GPU] there). Each launches on the current stream of the output's device and does not
-// synchronise the host. Defined only in builds with GROVE_CUDA;
+// ops/cuda/loss.cu (a bad target gives NaN, not an error: see
+// Note [Out-of-range targets on the GPU] there). Each launches on the current stream of the
+// output's device and does not synchronise the host. Defined only in builds with GROVE_CUDA;
 // this header is plain C++.
 #pragma once
 

@@ -1,8 +1,8 @@
 // Tests of pinned host memory (Tensor::pin_memory, core/cuda/pinned_memory.cpp): round trips,
 // asynchronous copies from and to pinned memory, and the rule that a freed pinned block is not
-// handed out again while a copy that reads it may still be queued (Note [Reuse of pinned host
-// blocks]). The GPU tests skip without a device; the last test checks what a machine without one
-// says.
+// handed out again while a copy that reads it may still be queued
+// (Note [Reuse of pinned host blocks]). The GPU tests skip without a device; the last test checks
+// what a machine without one says.
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Tests of the caching allocator's private pools: creation, routing a stream's allocations into
 // a pool, release and retain, reuse inside a pool, checkpoints of a pool's layout and the
-// live-allocation check. See Note [Private pools during capture] and Note [Checkpointing a
-// private pool] in caching_allocator.h.
+// live-allocation check. See Note [Private pools during capture] and
+// Note [Checkpointing a private pool] in caching_allocator.h.
 //
 // Each test uses a fresh CachingAllocator over a malloc backend that counts segments, and makes
 // storages with Storage::wrap(allocator.allocate(...)), so the process-wide CPU allocator is not

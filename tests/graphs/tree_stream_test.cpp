@@ -1,8 +1,8 @@
 // Graph-tree scenarios about streams: the manager runs its graphs on a stream of its own, and
-// the caller's work must still be ordered with them (Note [The caller's stream and the manager's
-// stream] in graphs/tree_manager.h). On the CPU kernels run at once and these pass trivially;
-// on a GPU they fail without the ordering, because the caller's kernels are made long enough to
-// still be running when the manager's would start.
+// the caller's work must still be ordered with them
+// (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h). On the CPU
+// kernels run at once and these pass trivially; on a GPU they fail without the ordering, because
+// the caller's kernels are made long enough to still be running when the manager's would start.
 #include <gmock/gmock.h>
 
 #include "tree_test_util.h"

@@ -102,8 +102,8 @@ TEST(CudaEmbeddingTest, BadIndexOnTheSortPathIsReportedAndGivesNaN) {
 }
 
 // The CPU throws for an index outside [0, rows); the GPU reports it at the next synchronisation,
-// and until then the gather's row for it is NaN and the gradient is NaN everywhere. See Note
-// [Out-of-range indices on the GPU].
+// and until then the gather's row for it is NaN and the gradient is NaN everywhere. See
+// Note [Out-of-range indices on the GPU].
 TEST(CudaEmbeddingTest, OutOfRangeIndicesGiveNaNAndAreReported) {
   SKIP_WITHOUT_GPU();
   const Tensor weight = testing::random_tensor({4, 3}, DType::Float32, -1.0, 1.0, 3).to(kGpu);

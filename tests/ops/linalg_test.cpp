@@ -251,9 +251,9 @@ TEST(Matmul, LeavesTheCallersThreadCountAlone) {
   EXPECT_EQ(omp_get_max_threads(), before);
 }
 
-// The strided operand is copied into a scratch tensor that dies after the launch (Note [Scratch
-// copies before a CPU kernel]); captured, its block is reused by the next op of the graph, and
-// replays must still give the eager result for new input values.
+// The strided operand is copied into a scratch tensor that dies after the launch
+// (Note [Scratch copies before a CPU kernel]); captured, its block is reused by the next op of the
+// graph, and replays must still give the eager result for new input values.
 TEST(MatmulCapture, ReplayWithScratchCopiesMatchesEager) {
   static const Stream stream = new_stream(kCPU);
   const Tensor a = non_contiguous(r({6, 5}, DType::Float32, 5));
