@@ -5,6 +5,7 @@
 
 #include "core/copy_kernel.h"
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/cpu/embedding.h"
 
 namespace grove::ops::cpu {
@@ -12,7 +13,7 @@ namespace grove::ops::cpu {
 // out = [input 0 | input 1 | ...] along dim: one strided copy per input into out.narrow(dim).
 void cat(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::int64_t dim = wrap_dim(call.attributes.ints[0], out.dim(), "cat");
+  const std::int64_t dim = wrap_dim(CatAttributes::from(call.attributes).dim, out.dim(), "cat");
   std::int64_t start = 0;
   for (const Tensor& input : call.inputs) {
     const std::int64_t length = input.sizes()[dim];
@@ -38,7 +39,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t out_column_stride = out.strides()[ndim - 1];
   const std::int64_t row_stride = x.strides()[ndim - 2];
   const std::int64_t column_stride = x.strides()[ndim - 1];
-  const std::int64_t diagonal = call.attributes.ints[0];
+  const std::int64_t diagonal = TriangleAttributes::from(call.attributes).diagonal;
   const bool lower = call.kind == OpKind::Tril;
   GROVE_DISPATCH_DTYPE(x.dtype(), "tril/triu", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
@@ -65,7 +66,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
 // indices: (*) -> out: (N, C) contiguous with out[n, c] = (c == indices[n]).
 void one_hot(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& indices = call.input(0);
-  const std::int64_t classes = call.attributes.ints[0];
+  const std::int64_t classes = OneHotAttributes::from(call.attributes).num_classes;
   const char* range_name = "num_classes";
   check_indices_on_host(call, indices, classes, range_name);
   if (indices.numel() == 0) return;

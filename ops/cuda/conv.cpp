@@ -53,6 +53,7 @@
 
 #include "core/cuda/cuda_device.h"
 #include "core/stream.h"
+#include "ops/attributes.h"
 #include "ops/conv.h"
 #include "ops/cuda/cudnn_handle.h"
 #include "ops/cuda/stream_hold.h"
@@ -300,7 +301,7 @@ std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& p
 // measure: the call's buffers for benchmark mode, or null to take the heuristics' first pick.
 std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, DType dtype,
                                     bool tf32, IntArrayRef input, IntArrayRef weight,
-                                    IntArrayRef output, IntArrayRef geometry,
+                                    IntArrayRef output, const Conv2dAttributes& geometry,
                                     const CallBuffers* measure, Device device, const char* op) {
   auto plan = std::make_unique<ConvPlan>();
   plan->input = tensor_descriptor(dtype, input, op);
@@ -312,13 +313,13 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
   if (direction == Direction::Forward) {
     plan->bias = tensor_descriptor(dtype, DimVector{1, output[1], 1, 1}, op);
   }
-  // geometry: stride (h, w), padding (h, w), dilation (h, w), groups.
   GROVE_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&plan->convolution));
   GROVE_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
-      plan->convolution, to_int(geometry[2], op), to_int(geometry[3], op), to_int(geometry[0], op),
-      to_int(geometry[1], op), to_int(geometry[4], op), to_int(geometry[5], op),
-      CUDNN_CROSS_CORRELATION, cudnn_type(dtype)));
-  GROVE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->convolution, to_int(geometry[6], op)));
+      plan->convolution, to_int(geometry.padding[0], op), to_int(geometry.padding[1], op),
+      to_int(geometry.stride[0], op), to_int(geometry.stride[1], op),
+      to_int(geometry.dilation[0], op), to_int(geometry.dilation[1], op), CUDNN_CROSS_CORRELATION,
+      cudnn_type(dtype)));
+  GROVE_CUDNN_CHECK(cudnnSetConvolutionGroupCount(plan->convolution, to_int(geometry.groups, op)));
   const cudnnMathType_t math = requested_math(dtype, tf32);
   GROVE_CUDNN_CHECK(cudnnSetConvolutionMathType(plan->convolution, math));
 
@@ -367,7 +368,8 @@ std::unique_ptr<ConvPlan> make_plan(cudnnHandle_t handle, Direction direction, D
 // are the call's, for benchmark mode.
 const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype, Device device,
                           IntArrayRef input, IntArrayRef weight, IntArrayRef output,
-                          IntArrayRef geometry, const CallBuffers& buffers, const char* op) {
+                          const Conv2dAttributes& geometry, const CallBuffers& buffers,
+                          const char* op) {
   const bool tf32 = dtype == DType::Float32 && allow_tf32();
   PlanKey key{static_cast<std::int64_t>(direction), static_cast<std::int64_t>(dtype), tf32,
               device.index, 0};
@@ -375,7 +377,13 @@ const ConvPlan& find_plan(cudnnHandle_t handle, Direction direction, DType dtype
     key[5 + i] = input[i];
     key[9 + i] = weight[i];
   }
-  for (std::size_t i = 0; i < 7; ++i) key[13 + i] = geometry[i];
+  // The geometry in the order of its attribute ints: stride, padding, dilation, groups.
+  for (std::size_t i = 0; i < 2; ++i) {
+    key[13 + i] = geometry.stride[i];
+    key[15 + i] = geometry.padding[i];
+    key[17 + i] = geometry.dilation[i];
+  }
+  key[19] = geometry.groups;
   static std::mutex mutex;
   static std::map<PlanKey, std::unique_ptr<ConvPlan>> plans;  // never freed: see the Note
   const std::lock_guard<std::mutex> lock(mutex);
@@ -409,12 +417,6 @@ void fill_zero(const Tensor& out) {
 void check_dtype(const OpCall& call, DType dtype) {
   GROVE_INTERNAL_ASSERT(dtype == DType::Float32 || dtype == DType::Float64, op_name(call.kind),
                         " reached the CUDA kernel with dtype ", dtype);
-}
-
-// The geometry ints of a backward op (after its 4 sizes).
-IntArrayRef backward_geometry(const OpCall& call) {
-  const DimVector& ints = call.attributes.ints;
-  return IntArrayRef(ints.data() + 4, ints.size() - 4);
 }
 
 }  // namespace
@@ -451,7 +453,7 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
   const CallBuffers buffers{input.data_ptr(), weight.data_ptr(), out.data_ptr()};
   const ConvPlan& plan =
       find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
-                out.sizes(), call.attributes.ints, buffers, "conv2d");
+                out.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::Forward, plan, plan.algorithm, buffers,
                                     space.defined() ? space.data_ptr() : nullptr,
@@ -475,9 +477,9 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   const Scale scale(out.dtype());
   const Tensor weight = call.input(1).contiguous();
   const CallBuffers buffers{weight.data_ptr(), grad.data_ptr(), out.data_ptr()};
-  const ConvPlan& plan =
-      find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
-                grad.sizes(), backward_geometry(call), buffers, "conv2d_backward_input");
+  const ConvPlan& plan = find_plan(
+      handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
+      grad.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d_backward_input");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardData, plan, plan.algorithm, buffers,
                                     space.defined() ? space.data_ptr() : nullptr,
@@ -498,9 +500,9 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   const Scale scale(out.dtype());
   const Tensor grad = call.input(0).contiguous();
   const CallBuffers buffers{input.data_ptr(), grad.data_ptr(), out.data_ptr()};
-  const ConvPlan& plan =
-      find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
-                grad.sizes(), backward_geometry(call), buffers, "conv2d_backward_weight");
+  const ConvPlan& plan = find_plan(
+      handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
+      grad.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d_backward_weight");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardFilter, plan, plan.algorithm,
                                     buffers, space.defined() ? space.data_ptr() : nullptr,
