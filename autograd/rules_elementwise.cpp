@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/rules_helpers.h"
+#include "ops/attributes.h"
 #include "ops/elementwise.h"
 
 namespace grove::autograd {
@@ -78,8 +79,7 @@ GROVE_BACKWARD(masked_fill) {
 // d clamp(x, low, high)/dx = g where low <= x <= high, 0 elsewhere
 GROVE_BACKWARD(clamp) {
   const Tensor& x = ctx.input(0);
-  const double low = ctx.attributes.reals[0];
-  const double high = ctx.attributes.reals[1];
+  const auto [low, high] = ClampAttributes::from(ctx.attributes);
   Tensor grad = ctx.grad;
   if (std::isfinite(low)) grad = masked_fill(grad, lt(x, low), 0);
   if (std::isfinite(high)) grad = masked_fill(grad, gt(x, high), 0);
@@ -114,7 +114,7 @@ GROVE_BACKWARD(rsqrt) {
 
 // d x^e/dx = g e x^(e-1)   (0 when e == 0)
 GROVE_BACKWARD(pow) {
-  const double exponent = ctx.attributes.reals[0];
+  const double exponent = PowAttributes::from(ctx.attributes).exponent;
   if (exponent == 0.0) {
     grads[0] = mul(ctx.grad, 0.0);
     return;
@@ -148,7 +148,8 @@ GROVE_BACKWARD(relu) {
 
 // d gelu(x)/dx = g (Phi(x) + x phi(x))   (or the tanh approximation's derivative)
 GROVE_BACKWARD(gelu) {
-  grads[0] = ops::gelu_backward(ctx.grad, ctx.input(0), ctx.attributes.flag);
+  grads[0] =
+      ops::gelu_backward(ctx.grad, ctx.input(0), GeluAttributes::from(ctx.attributes).approximate);
 }
 
 constexpr std::uint8_t kIn0 = 1;

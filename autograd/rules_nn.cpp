@@ -2,6 +2,7 @@
 // conv2d and pooling. The heavy ones call the backward ops of their families (ops/*_backward),
 // which have their own kernels.
 #include "autograd/rules_helpers.h"
+#include "ops/attributes.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -18,7 +19,7 @@ using namespace grove::ops;
 // y = softmax(x):  dx = y (g - sum(g y))   (sums along dim)
 GROVE_BACKWARD(softmax) {
   const Tensor& y = ctx.output(0);
-  const std::int64_t dim = ctx.attributes.ints[0];
+  const std::int64_t dim = SoftmaxAttributes::from(ctx.attributes).dim;
   const Tensor gy = mul(ctx.grad, y);
   grads[0] = y.dim() == 0 ? mul(gy, 0.0) : sub(gy, mul(y, sum(gy, {dim}, /*keepdim=*/true)));
 }
@@ -26,7 +27,7 @@ GROVE_BACKWARD(softmax) {
 // y = log_softmax(x):  dx = g - exp(y) sum(g)   (sums along dim)
 GROVE_BACKWARD(log_softmax) {
   const Tensor& y = ctx.output(0);
-  const std::int64_t dim = ctx.attributes.ints[0];
+  const std::int64_t dim = SoftmaxAttributes::from(ctx.attributes).dim;
   grads[0] = y.dim() == 0 ? mul(ctx.grad, 0.0)
                           : sub(ctx.grad, mul(exp(y), sum(ctx.grad, {dim}, /*keepdim=*/true)));
 }
@@ -34,23 +35,25 @@ GROVE_BACKWARD(log_softmax) {
 // loss = mean over valid rows of (lse - x[target]):  dx = g (softmax(x) - onehot) / n_valid
 GROVE_BACKWARD(cross_entropy) {
   grads[0] = ops::cross_entropy_backward(ctx.grad, ctx.input(0), ctx.input(1), ctx.output(1),
-                                         ctx.attributes.ints[0]);
+                                         LossAttributes::from(ctx.attributes).ignore_index);
 }
 
 // loss = -mean over valid rows of x[target]:  dx = -g onehot / n_valid
 GROVE_BACKWARD(nll_loss) {
-  grads[0] = ops::nll_loss_backward(ctx.grad, ctx.input(0), ctx.input(1), ctx.attributes.ints[0]);
+  grads[0] = ops::nll_loss_backward(ctx.grad, ctx.input(0), ctx.input(1),
+                                    LossAttributes::from(ctx.attributes).ignore_index);
 }
 
 // y = xhat w + b, xhat = (x - mean) rstd:
 //   dw = sum over rows of g xhat, db = sum over rows of g,
 //   dx = rstd (g w - mean(g w) - xhat mean(g w xhat))   (means over the normalized dims)
 GROVE_BACKWARD(layer_norm) {
-  const bool has_weight = ctx.attributes.flag;
+  const LayerNormAttributes a = LayerNormAttributes::from(ctx.attributes);
+  const bool has_weight = a.has_weight;
   // The weight is saved only when dx is wanted (dweight and dbias do not depend on it).
   const Tensor weight = has_weight && ctx.needs(0) ? ctx.input(1) : Tensor();
   LayerNormGrads result = ops::layer_norm_backward(ctx.grad, ctx.input(0), ctx.output(1),
-                                                   ctx.output(2), ctx.attributes.ints, weight);
+                                                   ctx.output(2), a.normalized_shape, weight);
   grads[0] = std::move(result.grad_input);
   std::size_t next = 1;
   if (has_weight) grads[next++] = std::move(result.grad_weight);
@@ -62,13 +65,12 @@ GROVE_BACKWARD(embedding) {
   grads[0] = ops::embedding_backward(ctx.grad, ctx.input(1), ctx.inputs[0].sizes[0]);
 }
 
-// conv2d's attributes: ints = stride (2), padding (2), dilation (2), groups.
 GROVE_BACKWARD(conv2d) {
-  const IntArrayRef ints = ctx.attributes.ints;
-  const IntArrayRef stride(ints.data(), 2);
-  const IntArrayRef padding(ints.data() + 2, 2);
-  const IntArrayRef dilation(ints.data() + 4, 2);
-  const std::int64_t groups = ints[6];
+  const Conv2dAttributes a = Conv2dAttributes::from(ctx.attributes);
+  const IntArrayRef stride(a.stride.data(), 2);
+  const IntArrayRef padding(a.padding.data(), 2);
+  const IntArrayRef dilation(a.dilation.data(), 2);
+  const std::int64_t groups = a.groups;
   if (ctx.needs(0)) {
     grads[0] = conv2d_backward_input(ctx.grad, ctx.input(1), ctx.inputs[0].sizes, stride, padding,
                                      dilation, groups);
@@ -86,12 +88,11 @@ GROVE_BACKWARD(max_pool2d) {
   grads[0] = ops::max_pool2d_backward(ctx.grad, ctx.output(1), ctx.inputs[0].sizes);
 }
 
-// pooling's attributes: ints = kernel (2), stride (2), padding (2).
 GROVE_BACKWARD(avg_pool2d) {
-  const IntArrayRef ints = ctx.attributes.ints;
+  const Pool2dAttributes a = Pool2dAttributes::from(ctx.attributes);
   grads[0] =
-      ops::avg_pool2d_backward(ctx.grad, ctx.inputs[0].sizes, IntArrayRef(ints.data(), 2),
-                               IntArrayRef(ints.data() + 2, 2), IntArrayRef(ints.data() + 4, 2));
+      ops::avg_pool2d_backward(ctx.grad, ctx.inputs[0].sizes, IntArrayRef(a.kernel.data(), 2),
+                               IntArrayRef(a.stride.data(), 2), IntArrayRef(a.padding.data(), 2));
 }
 
 constexpr std::uint8_t kIn0 = 1;

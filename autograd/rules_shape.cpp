@@ -1,6 +1,7 @@
 // Derivative rules of the shape ops that copy (ops/shape.h) and of the random ops
 // (ops/random.h). Views (slice, transpose, ...) are not ops: see autograd/derived_node.h.
 #include "autograd/rules_helpers.h"
+#include "ops/attributes.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
 
@@ -11,7 +12,8 @@ using namespace grove::ops;
 
 // y = cat(x0, x1, ...) along dim:  dxi = the slice of g where xi went
 GROVE_BACKWARD(cat) {
-  const std::int64_t dim = wrap_dim(ctx.attributes.ints[0], ctx.grad.dim(), "cat backward");
+  const std::int64_t dim =
+      wrap_dim(CatAttributes::from(ctx.attributes).dim, ctx.grad.dim(), "cat backward");
   std::int64_t offset = 0;
   for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
     const std::int64_t length = ctx.inputs[i].sizes[static_cast<std::size_t>(dim)];
@@ -22,17 +24,17 @@ GROVE_BACKWARD(cat) {
 
 // y = tril(x, k):  dx = tril(g, k)
 GROVE_BACKWARD(tril) {
-  grads[0] = tril(ctx.grad, ctx.attributes.ints[0]);
+  grads[0] = tril(ctx.grad, TriangleAttributes::from(ctx.attributes).diagonal);
 }
 
 // y = triu(x, k):  dx = triu(g, k)
 GROVE_BACKWARD(triu) {
-  grads[0] = triu(ctx.grad, ctx.attributes.ints[0]);
+  grads[0] = triu(ctx.grad, TriangleAttributes::from(ctx.attributes).diagonal);
 }
 
 // y = x mask / (1 - p):  dx = g mask / (1 - p)   (output 1 is the bool keep-mask)
 GROVE_BACKWARD(dropout) {
-  const double scale = 1.0 / (1.0 - ctx.attributes.reals[0]);
+  const double scale = 1.0 / (1.0 - DropoutAttributes::from(ctx.attributes).p);
   grads[0] = where(ctx.output(1), mul(ctx.grad, scale), rules::zero_scalar(ctx.grad));
 }
 

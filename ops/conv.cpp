@@ -6,6 +6,7 @@
 #include <atomic>
 #include <utility>
 
+#include "ops/attributes.h"
 #include "ops/cpu/conv.h"
 #include "ops/cuda/conv.h"
 #include "ops/dispatch.h"
@@ -13,21 +14,6 @@
 
 namespace grove::ops {
 namespace {
-
-// Attribute ints of conv2d: stride (h, w), padding (h, w), dilation (h, w), groups. The backward
-// ops put the sizes of the tensor they compute first (input_sizes or weight_sizes, 4 values), and
-// these 7 after them.
-enum ConvAttribute : std::size_t {
-  kStrideH,
-  kStrideW,
-  kPaddingH,
-  kPaddingW,
-  kDilationH,
-  kDilationW,
-  kGroups,
-  kNumConvAttributes
-};
-constexpr std::size_t kNumSizes = 4;
 
 // Output size of one spatial dim; below 1 when the dilated kernel does not fit the padded input.
 std::int64_t output_size(std::int64_t input, std::int64_t kernel, std::int64_t stride,
@@ -40,7 +26,7 @@ std::int64_t output_size(std::int64_t input, std::int64_t kernel, std::int64_t s
 // sizes (4 values each), dtypes and geometry `a`. Returns the output plane (Ho, Wo).
 std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef input,
                                                  IntArrayRef weight, DType input_dtype,
-                                                 DType weight_dtype, IntArrayRef a) {
+                                                 DType weight_dtype, const Conv2dAttributes& a) {
   GROVE_OP_CHECK(call, weight[2] >= 1 && weight[3] >= 1,
                  "expected a kernel of at least 1 x 1, but the weight has shape ", weight);
   GROVE_OP_CHECK(call, input_dtype == weight_dtype,
@@ -51,13 +37,13 @@ std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef
                  "expected float32 or float64 tensors, "
                  "but got ",
                  input_dtype, "; convert with to(float32)");
-  GROVE_OP_CHECK(call, a[kStrideH] >= 1 && a[kStrideW] >= 1, "expected strides >= 1, but got (",
-                 a[kStrideH], ", ", a[kStrideW], ")");
-  GROVE_OP_CHECK(call, a[kPaddingH] >= 0 && a[kPaddingW] >= 0, "expected paddings >= 0, but got (",
-                 a[kPaddingH], ", ", a[kPaddingW], ")");
-  GROVE_OP_CHECK(call, a[kDilationH] >= 1 && a[kDilationW] >= 1,
-                 "expected dilations >= 1, but got (", a[kDilationH], ", ", a[kDilationW], ")");
-  const std::int64_t groups = a[kGroups];
+  GROVE_OP_CHECK(call, a.stride[0] >= 1 && a.stride[1] >= 1, "expected strides >= 1, but got (",
+                 a.stride[0], ", ", a.stride[1], ")");
+  GROVE_OP_CHECK(call, a.padding[0] >= 0 && a.padding[1] >= 0, "expected paddings >= 0, but got (",
+                 a.padding[0], ", ", a.padding[1], ")");
+  GROVE_OP_CHECK(call, a.dilation[0] >= 1 && a.dilation[1] >= 1,
+                 "expected dilations >= 1, but got (", a.dilation[0], ", ", a.dilation[1], ")");
+  const std::int64_t groups = a.groups;
   const std::int64_t channels = input[1];
   const std::int64_t out_channels = weight[0];
   GROVE_OP_CHECK(call, groups >= 1, "expected groups >= 1, but got ", groups);
@@ -67,14 +53,14 @@ std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef
                  " channels, but the weight expects ", weight[1], " x groups (", groups,
                  ") = ", weight[1] * groups, ": input ", input, ", weight ", weight);
   const std::int64_t out_h =
-      output_size(input[2], weight[2], a[kStrideH], a[kPaddingH], a[kDilationH]);
+      output_size(input[2], weight[2], a.stride[0], a.padding[0], a.dilation[0]);
   const std::int64_t out_w =
-      output_size(input[3], weight[3], a[kStrideW], a[kPaddingW], a[kDilationW]);
+      output_size(input[3], weight[3], a.stride[1], a.padding[1], a.dilation[1]);
   GROVE_OP_CHECK(call, out_h >= 1 && out_w >= 1, "the output would be empty (", out_h, " x ", out_w,
-                 "): the kernel ", weight[2], " x ", weight[3], " with dilation (", a[kDilationH],
-                 ", ", a[kDilationW], ") spans ", a[kDilationH] * (weight[2] - 1) + 1, " x ",
-                 a[kDilationW] * (weight[3] - 1) + 1, ", more than the padded input ",
-                 input[2] + 2 * a[kPaddingH], " x ", input[3] + 2 * a[kPaddingW]);
+                 "): the kernel ", weight[2], " x ", weight[3], " with dilation (", a.dilation[0],
+                 ", ", a.dilation[1], ") spans ", a.dilation[0] * (weight[2] - 1) + 1, " x ",
+                 a.dilation[1] * (weight[3] - 1) + 1, ", more than the padded input ",
+                 input[2] + 2 * a.padding[0], " x ", input[3] + 2 * a.padding[1]);
   return {out_h, out_w};
 }
 
@@ -82,8 +68,8 @@ std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef
 void infer_conv2d(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& input = call.input(0);
   const Tensor& weight = call.input(1);
-  const IntArrayRef a = call.attributes.ints;
-  GROVE_INTERNAL_ASSERT(a.size() == kNumConvAttributes, "conv2d takes 7 attribute ints");
+  const Conv2dAttributes a = Conv2dAttributes::from(call.attributes);
+  GROVE_INTERNAL_ASSERT(a.sizes.empty(), "conv2d's attributes hold no sizes");
   GROVE_OP_CHECK(call, input.dim() == 4, "expected a 4-d input (N, C, H, W), but got ", input.dim(),
                  "-d; add a batch dim with unsqueeze(0)");
   GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
@@ -122,15 +108,14 @@ void check_sizes(const OpCall& call, IntArrayRef sizes, const char* what) {
 // grad: (N, O, Ho, Wo), weight: (O, C / G, kH, kW) -> grad_input: input_sizes (N, C, H, W).
 void infer_conv2d_backward_input(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& weight = call.input(1);
-  const IntArrayRef ints = call.attributes.ints;
-  GROVE_INTERNAL_ASSERT(ints.size() == kNumSizes + kNumConvAttributes, "takes 11 attribute ints");
-  const IntArrayRef input_sizes(ints.data(), kNumSizes);
+  const Conv2dAttributes a = Conv2dAttributes::from(call.attributes);
+  GROVE_INTERNAL_ASSERT(a.sizes.size() == Conv2dAttributes::kSizes, "takes input_sizes");
+  const IntArrayRef input_sizes = a.sizes;
   GROVE_OP_CHECK(call, weight.dim() == 4, "expected a 4-d weight (O, C / groups, kH, kW), but got ",
                  weight.dim(), "-d");
   check_sizes(call, input_sizes, "input sizes");
   const auto [out_h, out_w] =
-      check_conv(call, input_sizes, weight.sizes(), weight.dtype(), weight.dtype(),
-                 IntArrayRef(ints.data() + kNumSizes, kNumConvAttributes));
+      check_conv(call, input_sizes, weight.sizes(), weight.dtype(), weight.dtype(), a);
   check_grad(call, call.input(0), input_sizes, weight.sizes(), out_h, out_w);
   outputs.add(input_sizes, weight.dtype());
 }
@@ -138,52 +123,43 @@ void infer_conv2d_backward_input(const OpCall& call, OutputSpecs& outputs) {
 // grad: (N, O, Ho, Wo), input: (N, C, H, W) -> grad_weight: weight_sizes (O, C / G, kH, kW).
 void infer_conv2d_backward_weight(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& input = call.input(1);
-  const IntArrayRef ints = call.attributes.ints;
-  GROVE_INTERNAL_ASSERT(ints.size() == kNumSizes + kNumConvAttributes, "takes 11 attribute ints");
-  const IntArrayRef weight_sizes(ints.data(), kNumSizes);
+  const Conv2dAttributes a = Conv2dAttributes::from(call.attributes);
+  GROVE_INTERNAL_ASSERT(a.sizes.size() == Conv2dAttributes::kSizes, "takes weight_sizes");
+  const IntArrayRef weight_sizes = a.sizes;
   GROVE_OP_CHECK(call, input.dim() == 4, "expected a 4-d input (N, C, H, W), but got ", input.dim(),
                  "-d");
   check_sizes(call, weight_sizes, "weight sizes");
   const auto [out_h, out_w] =
-      check_conv(call, input.sizes(), weight_sizes, input.dtype(), input.dtype(),
-                 IntArrayRef(ints.data() + kNumSizes, kNumConvAttributes));
+      check_conv(call, input.sizes(), weight_sizes, input.dtype(), input.dtype(), a);
   check_grad(call, call.input(0), input.sizes(), weight_sizes, out_h, out_w);
   outputs.add(weight_sizes, input.dtype());
 }
 
-// Inputs: input, weight, bias if any. ints: the 7 ConvAttributes.
+// Inputs: input, weight, bias if any. Attributes: Conv2dAttributes (ops/attributes.h).
 constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d, GROVE_CUDA_KERNEL(conv2d)};
-// Inputs: grad, weight. ints: input_sizes (4), then the 7 ConvAttributes.
+// Inputs: grad, weight. Attributes: Conv2dAttributes with sizes = input_sizes.
 constexpr OpEntry kConv2dBackwardInput{OpKind::Conv2dBackwardInput, infer_conv2d_backward_input,
                                        cpu::conv2d_backward_input,
                                        GROVE_CUDA_KERNEL(conv2d_backward_input)};
-// Inputs: grad, input. ints: weight_sizes (4), then the 7 ConvAttributes.
+// Inputs: grad, input. Attributes: Conv2dAttributes with sizes = weight_sizes.
 constexpr OpEntry kConv2dBackwardWeight{OpKind::Conv2dBackwardWeight, infer_conv2d_backward_weight,
                                         cpu::conv2d_backward_weight,
                                         GROVE_CUDA_KERNEL(conv2d_backward_weight)};
 
-// (h, w) from a list of one or two values, as PyTorch's _pair.
-void append_pair(DimVector& ints, IntArrayRef values, const OpEntry& entry, const char* what) {
-  GROVE_CHECK(values.size() == 1 || values.size() == 2, op_name(entry.kind), ": expected ", what,
-              " as one value or two (height, width), but got ", values);
-  ints.push_back(values[0]);
-  ints.push_back(values[values.size() - 1]);
-}
-
 OpAttributes conv_attributes(const OpEntry& entry, IntArrayRef stride, IntArrayRef padding,
                              IntArrayRef dilation, std::int64_t groups, IntArrayRef sizes = {},
                              const char* sizes_name = "") {
-  OpAttributes attributes;
+  Conv2dAttributes attributes;
   if (entry.kind != OpKind::Conv2d) {
-    GROVE_CHECK(sizes.size() == kNumSizes, op_name(entry.kind), ": expected ", sizes_name,
-                " of 4 values, but got ", sizes);
-    for (const std::int64_t size : sizes) attributes.ints.push_back(size);
+    GROVE_CHECK(sizes.size() == Conv2dAttributes::kSizes, op_name(entry.kind), ": expected ",
+                sizes_name, " of 4 values, but got ", sizes);
+    attributes.sizes = sizes;
   }
-  append_pair(attributes.ints, stride, entry, "stride");
-  append_pair(attributes.ints, padding, entry, "padding");
-  append_pair(attributes.ints, dilation, entry, "dilation");
-  attributes.ints.push_back(groups);
-  return attributes;
+  attributes.stride = pair_of(stride, entry.kind, "stride");
+  attributes.padding = pair_of(padding, entry.kind, "padding");
+  attributes.dilation = pair_of(dilation, entry.kind, "dilation");
+  attributes.groups = groups;
+  return attributes.to_attributes();
 }
 
 std::atomic<bool> g_conv_benchmark{false};

@@ -44,8 +44,9 @@ Tensor conv2d_backward_weight(const Tensor& grad, const Tensor& input, IntArrayR
 // call of each shape (per direction, dtype and TF32 setting) that is not inside a capture times
 // cuDNN's algorithms on that call's own buffers, which synchronises the host once, and keeps the
 // fastest deterministic one that obeys the TF32 switch. A capture uses the measured plan of an
-// earlier eager call of the shape (the usual warm-up), or else the heuristics' choice. See
-// Note [cuDNN convolution plans] in ops/cuda/conv.cpp. CPU convolutions ignore it. Thread-safe.
+// earlier eager call of the shape (the usual warm-up), or else the heuristics' choice.
+// See Note [cuDNN convolution plans] in ops/cuda/conv_plans.cpp. CPU convolutions ignore it.
+// Thread-safe.
 void set_conv_benchmark(bool on);
 bool conv_benchmark();
 

@@ -2,12 +2,13 @@
 #include "ops/copy_kernels.h"
 
 #include "core/copy_kernel.h"
+#include "ops/attributes.h"
 
 namespace grove::ops::any_device {
 
 void cat(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::int64_t dim = wrap_dim(call.attributes.ints[0], out.dim(), "cat");
+  const std::int64_t dim = wrap_dim(CatAttributes::from(call.attributes).dim, out.dim(), "cat");
   std::int64_t start = 0;
   for (const Tensor& input : call.inputs) {
     const std::int64_t length = input.sizes()[dim];

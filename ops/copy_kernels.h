@@ -17,7 +17,7 @@
 
 namespace grove::ops::any_device {
 
-// out = [input 0 | input 1 | ...] along attributes.ints[0]: one strided copy per non-empty input
+// out = [input 0 | input 1 | ...] along CatAttributes' dim: one strided copy per non-empty input
 // into its slice out.narrow(dim, start, length).
 void cat(const OpCall& call, const OpOutputs& outputs);
 // outputs[0] (x, written in place) = attributes.scalar at every element.

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ops/attributes.h"
 #include "ops/broadcast.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cuda/elementwise.h"
@@ -79,8 +80,7 @@ void infer_masked_fill(const OpCall& call, OutputSpecs& outputs) {
 
 void infer_clamp(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& x = call.input(0);
-  const double low = call.attributes.reals[0];
-  const double high = call.attributes.reals[1];
+  const auto [low, high] = ClampAttributes::from(call.attributes);
   GROVE_OP_CHECK(call, is_arithmetic(x.dtype()), "expected a numeric tensor, but got ", x.dtype());
   GROVE_OP_CHECK(call, !(low > high), "the lower bound ", low, " is above the upper bound ", high);
   GROVE_OP_CHECK(call, !std::isnan(low) && !std::isnan(high), "bounds must not be NaN");
@@ -137,19 +137,19 @@ GROVE_ENTRY(Gt, infer_comparison, binary)
 GROVE_ENTRY(Ge, infer_comparison, binary)
 GROVE_ENTRY(Where, infer_where, where)
 GROVE_ENTRY(MaskedFill, infer_masked_fill, masked_fill)
-GROVE_ENTRY(Clamp, infer_clamp, unary)  // reals[0], reals[1]: bounds
+GROVE_ENTRY(Clamp, infer_clamp, unary)  // ClampAttributes
 GROVE_ENTRY(Neg, infer_unary_numeric, unary)
 GROVE_ENTRY(Exp, infer_unary_floating, unary)
 GROVE_ENTRY(Log, infer_unary_floating, unary)
 GROVE_ENTRY(Sqrt, infer_unary_floating, unary)
 GROVE_ENTRY(Rsqrt, infer_unary_floating, unary)
-GROVE_ENTRY(Pow, infer_unary_floating, unary)  // reals[0]: exponent
+GROVE_ENTRY(Pow, infer_unary_floating, unary)  // PowAttributes
 GROVE_ENTRY(Abs, infer_unary_numeric, unary)
 GROVE_ENTRY(Tanh, infer_unary_floating, unary)
 GROVE_ENTRY(Sigmoid, infer_unary_floating, unary)
 GROVE_ENTRY(Relu, infer_unary_numeric, unary)
-GROVE_ENTRY(Gelu, infer_unary_floating, unary)                  // flag: tanh approximation
-GROVE_ENTRY(GeluBackward, infer_unary_backward, gelu_backward)  // flag: tanh approximation
+GROVE_ENTRY(Gelu, infer_unary_floating, unary)                  // GeluAttributes
+GROVE_ENTRY(GeluBackward, infer_unary_backward, gelu_backward)  // GeluAttributes
 #undef GROVE_ENTRY
 
 Tensor binary(const OpEntry& entry, const Tensor& a, const Tensor& b) {
@@ -163,10 +163,8 @@ Tensor binary(const OpEntry& entry, const Tensor& a, const Scalar& b) {
   return dispatch(entry, {a}, attributes)[0];
 }
 
-Tensor unary(const OpEntry& entry, const Tensor& x, double real = 0.0, bool flag = false) {
-  OpAttributes attributes;
-  attributes.reals[0] = real;
-  attributes.flag = flag;
+// Unary ops without attributes, and those with (clamp, pow, gelu: ops/attributes.h).
+Tensor unary(const OpEntry& entry, const Tensor& x, const OpAttributes& attributes = {}) {
   return dispatch(entry, {x}, attributes)[0];
 }
 
@@ -251,10 +249,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value) {
 }
 
 Tensor clamp(const Tensor& x, double low, double high) {
-  OpAttributes attributes;
-  attributes.reals[0] = low;
-  attributes.reals[1] = high;
-  return dispatch(kClamp, {x}, attributes)[0];
+  return unary(kClamp, x, ClampAttributes{low, high}.to_attributes());
 }
 
 Tensor neg(const Tensor& x) {
@@ -273,7 +268,7 @@ Tensor rsqrt(const Tensor& x) {
   return unary(kRsqrt, x);
 }
 Tensor pow(const Tensor& x, double exponent) {
-  return unary(kPow, x, exponent);
+  return unary(kPow, x, PowAttributes{exponent}.to_attributes());
 }
 Tensor abs(const Tensor& x) {
   return unary(kAbs, x);
@@ -288,14 +283,12 @@ Tensor relu(const Tensor& x) {
   return unary(kRelu, x);
 }
 Tensor gelu(const Tensor& x, bool approximate) {
-  return unary(kGelu, x, 0.0, approximate);
+  return unary(kGelu, x, GeluAttributes{approximate}.to_attributes());
 }
 
 // Inputs: grad, x.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate) {
-  OpAttributes attributes;
-  attributes.flag = approximate;
-  return dispatch(kGeluBackward, {grad, x}, attributes)[0];
+  return dispatch(kGeluBackward, {grad, x}, GeluAttributes{approximate}.to_attributes())[0];
 }
 
 std::span<const OpEntry> elementwise_entries() {

@@ -4,6 +4,7 @@
 // (Note [Out-of-range indices on the GPU]).
 #include "ops/embedding.h"
 
+#include "ops/attributes.h"
 #include "ops/cpu/embedding.h"
 #include "ops/cuda/embedding.h"
 #include "ops/dispatch.h"
@@ -28,7 +29,7 @@ void infer_embedding(const OpCall& call, OutputSpecs& outputs) {
 void infer_embedding_backward(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& grad = call.input(0);
   const Tensor& indices = call.input(1);
-  const std::int64_t num_weights = call.attributes.ints[0];
+  const std::int64_t num_weights = EmbeddingBackwardAttributes::from(call.attributes).num_weights;
   GROVE_OP_CHECK(call, indices.dtype() == DType::Int64, "expected int64 indices, but got ",
                  indices.dtype(), "; convert them with to(int64)");
   GROVE_OP_CHECK(call, is_floating_point(grad.dtype()), "expected a floating-point grad, but got ",
@@ -46,7 +47,7 @@ void infer_embedding_backward(const OpCall& call, OutputSpecs& outputs) {
 // Inputs: weight, indices. No attributes.
 constexpr OpEntry kEmbedding{OpKind::Embedding, infer_embedding, cpu::embedding,
                              GROVE_CUDA_KERNEL(embedding)};
-// Inputs: grad, indices. ints[0]: num_weights.
+// Inputs: grad, indices. EmbeddingBackwardAttributes (ops/attributes.h).
 constexpr OpEntry kEmbeddingBackward{OpKind::EmbeddingBackward, infer_embedding_backward,
                                      cpu::embedding_backward,
                                      GROVE_CUDA_KERNEL(embedding_backward)};
@@ -58,9 +59,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 }
 
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, std::int64_t num_weights) {
-  OpAttributes attributes;
-  attributes.ints = {num_weights};
-  return dispatch(kEmbeddingBackward, {grad, indices}, attributes)[0];
+  return dispatch(kEmbeddingBackward, {grad, indices},
+                  EmbeddingBackwardAttributes{num_weights}.to_attributes())[0];
 }
 
 std::span<const OpEntry> embedding_entries() {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "ops/attributes.h"
 #include "ops/broadcast.h"
 #include "ops/cpu/inplace.h"
 #include "ops/cuda/inplace.h"
@@ -100,8 +101,7 @@ void infer_copy(const OpCall& call, OutputSpecs& outputs) {
 
 void infer_uniform(const OpCall& call, OutputSpecs& outputs) {
   check_floating(call, call.input(0).dtype());
-  const double low = call.attributes.reals[0];
-  const double high = call.attributes.reals[1];
+  const auto [low, high, generator] = UniformAttributes::from(call.attributes);
   GROVE_OP_CHECK(call, std::isfinite(low) && std::isfinite(high) && low <= high,
                  "expected finite bounds with low <= high, but got low = ", low,
                  " and high = ", high);
@@ -112,8 +112,7 @@ void infer_uniform(const OpCall& call, OutputSpecs& outputs) {
 
 void infer_normal(const OpCall& call, OutputSpecs& outputs) {
   check_floating(call, call.input(0).dtype());
-  const double mean = call.attributes.reals[0];
-  const double std = call.attributes.reals[1];
+  const auto [mean, std, generator] = NormalAttributes::from(call.attributes);
   GROVE_OP_CHECK(call, std::isfinite(mean) && std::isfinite(std) && std >= 0.0,
                  "expected a finite mean and a finite std >= 0, but got mean = ", mean,
                  " and std = ", std);
@@ -122,7 +121,7 @@ void infer_normal(const OpCall& call, OutputSpecs& outputs) {
 
 // Inputs are (x, operands...). Attributes: scalar is alpha (add_), the factor (mul_ with
 // has_scalar), value (addcmul_, addcdiv_), the weight (lerp_ with two inputs) or the fill value;
-// reals are (low, high) for uniform_ and (mean, std) for normal_; generator for both.
+// uniform_ and normal_ take UniformAttributes and NormalAttributes (ops/attributes.h).
 constexpr OpEntry kAddInplace{OpKind::AddInplace, infer_add, cpu::update,
                               GROVE_CUDA_KERNEL(update)};
 constexpr OpEntry kMulInplace{OpKind::MulInplace, infer_mul, cpu::update,
@@ -146,14 +145,6 @@ OpAttributes with_scalar(const Scalar& scalar, bool has_scalar = false) {
   OpAttributes attributes;
   attributes.scalar = scalar;
   attributes.has_scalar = has_scalar;
-  return attributes;
-}
-
-OpAttributes with_reals(double first, double second, Generator* generator) {
-  OpAttributes attributes;
-  attributes.reals[0] = first;
-  attributes.reals[1] = second;
-  attributes.generator = generator;
   return attributes;
 }
 
@@ -200,11 +191,11 @@ const Tensor& copy_(const Tensor& x, const Tensor& src) {
 }
 
 const Tensor& uniform_(const Tensor& x, double low, double high, Generator* generator) {
-  return run(kUniform, x, {x}, with_reals(low, high, generator));
+  return run(kUniform, x, {x}, UniformAttributes{low, high, generator}.to_attributes());
 }
 
 const Tensor& normal_(const Tensor& x, double mean, double std, Generator* generator) {
-  return run(kNormal, x, {x}, with_reals(mean, std, generator));
+  return run(kNormal, x, {x}, NormalAttributes{mean, std, generator}.to_attributes());
 }
 
 std::span<const OpEntry> inplace_entries() {

@@ -2,13 +2,14 @@
 // kernels are in ops/cpu/layer_norm.cpp and ops/cuda/layer_norm.cu.
 //
 // dispatch() refuses undefined inputs, so absent weight and bias are left out of the input list:
-// inputs = (x, weight if flag, bias if present); ints = normalized_shape; reals[0] = eps. The
-// backward op likewise: inputs = (grad, x, mean, rstd, weight if flag); ints = normalized_shape.
+// inputs = (x, weight if has_weight, bias if present). The backward op likewise: inputs = (grad,
+// x, mean, rstd, weight if has_weight). Attributes: LayerNormAttributes (ops/attributes.h).
 #include "ops/layer_norm.h"
 
 #include <cmath>
 #include <vector>
 
+#include "ops/attributes.h"
 #include "ops/cpu/layer_norm.h"
 #include "ops/cuda/layer_norm.h"
 #include "ops/dispatch.h"
@@ -18,8 +19,7 @@ namespace grove::ops {
 namespace {
 
 void check_parameter(const OpCall& call, const Tensor& x, const Tensor& parameter,
-                     const char* name) {
-  const IntArrayRef normalized_shape = call.attributes.ints;
+                     IntArrayRef normalized_shape, const char* name) {
   GROVE_OP_CHECK(call, parameter.sizes() == normalized_shape, "expected ", name, " of shape ",
                  normalized_shape, " (the normalized shape), but got ", parameter.sizes());
   GROVE_OP_CHECK(call, parameter.dtype() == x.dtype(), "expected ", name, " of dtype ", x.dtype(),
@@ -28,8 +28,7 @@ void check_parameter(const OpCall& call, const Tensor& x, const Tensor& paramete
 
 // x against normalized_shape (ints); returns the shape of mean and rstd: x's, with the
 // normalised dims set to 1.
-DimVector check_input(const OpCall& call, const Tensor& x) {
-  const IntArrayRef normalized_shape = call.attributes.ints;
+DimVector check_input(const OpCall& call, const Tensor& x, IntArrayRef normalized_shape) {
   GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point input, but got ",
                  x.dtype());
   const auto k = static_cast<std::int64_t>(normalized_shape.size());
@@ -45,24 +44,29 @@ DimVector check_input(const OpCall& call, const Tensor& x) {
 
 void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& x = call.input(0);
-  const double eps = call.attributes.reals[0];
-  const DimVector stats_sizes = check_input(call, x);
+  const LayerNormAttributes a = LayerNormAttributes::from(call.attributes);
+  const double eps = a.eps;
+  const DimVector stats_sizes = check_input(call, x, a.normalized_shape);
   GROVE_OP_CHECK(call, std::isfinite(eps) && eps >= 0.0, "expected a finite eps >= 0, but got ",
                  eps);
   std::size_t next = 1;
-  if (call.attributes.flag) check_parameter(call, x, call.input(next++), "weight");
-  if (next < call.inputs.size()) check_parameter(call, x, call.input(next++), "bias");
+  if (a.has_weight) check_parameter(call, x, call.input(next++), a.normalized_shape, "weight");
+  if (next < call.inputs.size()) {
+    check_parameter(call, x, call.input(next++), a.normalized_shape, "bias");
+  }
   GROVE_INTERNAL_ASSERT(next == call.inputs.size(), "layer_norm got unexpected inputs");
   outputs.add(x.sizes(), x.dtype());
   outputs.add(stats_sizes, x.dtype());  // mean
   outputs.add(stats_sizes, x.dtype());  // rstd
 }
 
-// grad, x: (*, N1, ..., Nk); mean, rstd: (*, 1, ..., 1); weight (if flag): normalized_shape.
+// grad, x: (*, N1, ..., Nk); mean, rstd: (*, 1, ..., 1); weight (if has_weight):
+// normalized_shape.
 void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& grad = call.input(0);
   const Tensor& x = call.input(1);
-  const DimVector stats_sizes = check_input(call, x);
+  const LayerNormAttributes a = LayerNormAttributes::from(call.attributes);
+  const DimVector stats_sizes = check_input(call, x, a.normalized_shape);
   GROVE_OP_CHECK(call, grad.sizes() == x.sizes() && grad.dtype() == x.dtype(),
                  "expected grad of the input's shape and dtype ", x.dtype(), x.sizes(),
                  ", but got ", grad.dtype(), grad.sizes());
@@ -74,19 +78,19 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
         names[i], " of shape and dtype ", x.dtype(), IntArrayRef(stats_sizes),
         " (layer_norm_with_stats' output for this input), but got ", stat.dtype(), stat.sizes());
   }
-  if (call.attributes.flag) check_parameter(call, x, call.input(4), "weight");
-  GROVE_INTERNAL_ASSERT(call.inputs.size() == (call.attributes.flag ? 5u : 4u),
+  if (a.has_weight) check_parameter(call, x, call.input(4), a.normalized_shape, "weight");
+  GROVE_INTERNAL_ASSERT(call.inputs.size() == (a.has_weight ? 5u : 4u),
                         "layer_norm_backward got unexpected inputs");
-  outputs.add(x.sizes(), x.dtype());             // grad_input
-  outputs.add(call.attributes.ints, x.dtype());  // grad_weight
-  outputs.add(call.attributes.ints, x.dtype());  // grad_bias
+  outputs.add(x.sizes(), x.dtype());           // grad_input
+  outputs.add(a.normalized_shape, x.dtype());  // grad_weight
+  outputs.add(a.normalized_shape, x.dtype());  // grad_bias
 }
 
 // Outputs: y, mean, rstd.
 constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm,
                              GROVE_CUDA_KERNEL(layer_norm)};
-// Inputs: grad, x, mean, rstd, weight if flag. ints: normalized_shape. Outputs: grad_input,
-// grad_weight, grad_bias.
+// Inputs: grad, x, mean, rstd, weight if has_weight. Outputs: grad_input, grad_weight,
+// grad_bias.
 constexpr OpEntry kLayerNormBackward{OpKind::LayerNormBackward, infer_layer_norm_backward,
                                      cpu::layer_norm_backward,
                                      GROVE_CUDA_KERNEL(layer_norm_backward)};
@@ -95,14 +99,11 @@ constexpr OpEntry kLayerNormBackward{OpKind::LayerNormBackward, infer_layer_norm
 
 LayerNormResult layer_norm_with_stats(const Tensor& x, IntArrayRef normalized_shape,
                                       const Tensor& weight, const Tensor& bias, double eps) {
-  OpAttributes attributes;
-  attributes.ints = normalized_shape;
-  attributes.reals[0] = eps;
-  attributes.flag = weight.defined();
+  const LayerNormAttributes attributes{DimVector(normalized_shape), eps, weight.defined()};
   std::vector<Tensor> inputs{x};
   if (weight.defined()) inputs.push_back(weight);
   if (bias.defined()) inputs.push_back(bias);
-  OpOutputs outputs = dispatch(kLayerNorm, inputs, attributes);
+  OpOutputs outputs = dispatch(kLayerNorm, inputs, attributes.to_attributes());
   return {outputs[0], outputs[1], outputs[2]};
 }
 
@@ -114,12 +115,10 @@ Tensor layer_norm(const Tensor& x, IntArrayRef normalized_shape, const Tensor& w
 LayerNormGrads layer_norm_backward(const Tensor& grad, const Tensor& x, const Tensor& mean,
                                    const Tensor& rstd, IntArrayRef normalized_shape,
                                    const Tensor& weight) {
-  OpAttributes attributes;
-  attributes.ints = normalized_shape;
-  attributes.flag = weight.defined();
+  const LayerNormAttributes attributes{DimVector(normalized_shape), 0.0, weight.defined()};
   std::vector<Tensor> inputs{grad, x, mean, rstd};
   if (weight.defined()) inputs.push_back(weight);
-  OpOutputs outputs = dispatch(kLayerNormBackward, inputs, attributes);
+  OpOutputs outputs = dispatch(kLayerNormBackward, inputs, attributes.to_attributes());
   return {outputs[0], outputs[1], outputs[2]};
 }
 

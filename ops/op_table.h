@@ -3,7 +3,8 @@
 // The user functions (ops::add, ops::conv2d, ...) hold their own entry and never look it up;
 // the table is for code that has only a kind and attributes in hand, such as an interpreter that
 // replays a recorded node: dispatch(op_entry(node.kind), inputs, node.attributes) runs the op
-// exactly as its user function would (the same checks, kernels and observers).
+// exactly as its user function would (the same checks, kernels and observers), and
+// describe_attributes(node.kind, node.attributes) (ops/attributes.h) prints them.
 //
 // It is gathered, the first time it is used, from one list per op family (the functions below,
 // each written at the end of ops/<family>.cpp), the way autograd/derivatives.cpp gathers the

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ops/attributes.h"
 #include "ops/cpu/optim.h"
 #include "ops/cuda/kernel_entry.h"
 #include "ops/cuda/optim.h"
@@ -62,34 +63,29 @@ void check_hyperparameter(const OpCall& call, const char* name, double value, bo
                  value);
 }
 
-// Inputs (param, grad[, velocity]). Attributes: reals = (lr, momentum, weight_decay), flag =
-// nesterov.
+// Inputs (param, grad[, velocity]). Attributes: SgdAttributes (ops/attributes.h).
 void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "velocity"};
-  const double lr = call.attributes.reals[0];
-  const double momentum = call.attributes.reals[1];
-  const double weight_decay = call.attributes.reals[2];
+  const auto [lr, momentum, weight_decay, nesterov] = SgdAttributes::from(call.attributes);
   check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
   check_hyperparameter(call, "momentum", momentum, momentum >= 0, ">= 0");
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
-  GROVE_OP_CHECK(call, !call.attributes.flag || momentum > 0,
-                 "nesterov needs momentum > 0, but momentum is ", momentum);
+  GROVE_OP_CHECK(call, !nesterov || momentum > 0, "nesterov needs momentum > 0, but momentum is ",
+                 momentum);
   GROVE_OP_CHECK(call, momentum == 0 || call.inputs.size() == 3, "momentum ", momentum,
                  " needs a velocity tensor (zeros_like(param) at first)");
   check_tensors(call, call.inputs.size(), kNames);
   outputs.in_place = true;
 }
 
-// Inputs (param, grad, exp_avg, exp_avg_sq, step). Attributes: reals = (lr, beta1, beta2, eps),
-// scalar = weight_decay.
+// Inputs (param, grad, exp_avg, exp_avg_sq, step). Attributes: AdamwAttributes.
 void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-  const auto& reals = call.attributes.reals;
-  const double weight_decay = call.attributes.scalar.to<double>();
-  check_hyperparameter(call, "lr", reals[0], reals[0] >= 0, ">= 0");
-  check_hyperparameter(call, "beta1", reals[1], reals[1] >= 0 && reals[1] < 1, "in [0, 1)");
-  check_hyperparameter(call, "beta2", reals[2], reals[2] >= 0 && reals[2] < 1, "in [0, 1)");
-  check_hyperparameter(call, "eps", reals[3], reals[3] >= 0, ">= 0");
+  const auto [lr, beta1, beta2, eps, weight_decay] = AdamwAttributes::from(call.attributes);
+  check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  check_hyperparameter(call, "beta1", beta1, beta1 >= 0 && beta1 < 1, "in [0, 1)");
+  check_hyperparameter(call, "beta2", beta2, beta2 >= 0 && beta2 < 1, "in [0, 1)");
+  check_hyperparameter(call, "eps", eps, eps >= 0, ">= 0");
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
   check_tensors(call, 4, kNames);
   const Tensor& step = call.input(4);
@@ -111,9 +107,9 @@ constexpr OpEntry kAdamw{OpKind::AdamwStep, infer_adamw, cpu::adamw, GROVE_CUDA_
 
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
                    const SgdOptions& options) {
-  OpAttributes attributes;
-  attributes.reals = {options.lr, options.momentum, options.weight_decay, 0.0};
-  attributes.flag = options.nesterov;
+  const OpAttributes attributes =
+      SgdAttributes{options.lr, options.momentum, options.weight_decay, options.nesterov}
+          .to_attributes();
   if (!velocity.defined()) {  // infer refuses this unless momentum is 0
     dispatch(kSgd, {param, grad}, attributes);
   } else {
@@ -124,9 +120,9 @@ const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& veloci
 
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options) {
-  OpAttributes attributes;
-  attributes.reals = {options.lr, options.beta1, options.beta2, options.eps};
-  attributes.scalar = Scalar(options.weight_decay);
+  const OpAttributes attributes =
+      AdamwAttributes{options.lr, options.beta1, options.beta2, options.eps, options.weight_decay}
+          .to_attributes();
   dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step}, attributes);
   return param;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/dispatch.h"
 
 #ifdef __CUDACC__
@@ -105,26 +106,25 @@ StridedLoop<kOperands> optim_loop(const OpCall& call) {
   return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
 }
 
-// The coefficients of a call's attributes: sgd_ (reals: lr, momentum, weight decay; flag:
-// Nesterov; a velocity input when momentum is used) and adamw_ (reals: lr, beta1, beta2, eps;
-// scalar: weight decay). AdamW's step-dependent parts are set where the step is read
-// (set_adamw_step).
+// The coefficients of a call's attributes (SgdAttributes and AdamwAttributes, ops/attributes.h;
+// sgd_ has a velocity input when momentum is used). AdamW's step-dependent parts are set where
+// the step is read (set_adamw_step).
 template <typename T>
 SgdCoefficients<T> sgd_coefficients(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
-  return {static_cast<T>(reals[0]), static_cast<T>(reals[1]), static_cast<T>(reals[2]),
-          call.attributes.flag, call.inputs.size() == 3};
+  const SgdAttributes a = SgdAttributes::from(call.attributes);
+  return {static_cast<T>(a.lr), static_cast<T>(a.momentum), static_cast<T>(a.weight_decay),
+          a.nesterov, call.inputs.size() == 3};
 }
 
 template <typename T>
 AdamwCoefficients<T> adamw_coefficients(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
+  const AdamwAttributes a = AdamwAttributes::from(call.attributes);
   AdamwCoefficients<T> c{};
-  c.lr = static_cast<T>(reals[0]);
-  c.beta1 = static_cast<T>(reals[1]);
-  c.beta2 = static_cast<T>(reals[2]);
-  c.eps = static_cast<T>(reals[3]);
-  c.decay_factor = static_cast<T>(1.0 - reals[0] * call.attributes.scalar.to<double>());
+  c.lr = static_cast<T>(a.lr);
+  c.beta1 = static_cast<T>(a.beta1);
+  c.beta2 = static_cast<T>(a.beta2);
+  c.eps = static_cast<T>(a.eps);
+  c.decay_factor = static_cast<T>(1.0 - a.lr * a.weight_decay);
   return c;
 }
 

@@ -2,13 +2,14 @@
 // ops/cpu/reduce.cpp and ops/cuda/reduce.cu (one for the sum family: sum, mean, var; one for max
 // and argmax).
 //
-// Attributes (see each OpEntry below): ints holds the dims as the user gave them (possibly
-// negative; empty means every dim); flag is keepdim; var's reals[0] is the correction subtracted
-// from the element count (1 for unbiased, 0 for the population variance).
+// Attributes: ReduceAttributes (ops/attributes.h): the dims as the user gave them (possibly
+// negative; empty means every dim), keepdim, and var's correction subtracted from the element
+// count (1 for unbiased, 0 for the population variance).
 #include "ops/reduce.h"
 
 #include <algorithm>
 
+#include "ops/attributes.h"
 #include "ops/cpu/reduce.h"
 #include "ops/cuda/reduce.h"
 #include "ops/dispatch.h"
@@ -17,11 +18,10 @@
 namespace grove::ops {
 namespace {
 
-// Checks call.attributes.ints against the input's rank and returns, per input dim, whether it
-// is reduced. A 0-d input accepts dim 0 or -1 (as PyTorch) and has nothing to mark.
-DimVector reduced_mask(const OpCall& call) {
+// Checks the dims against the input's rank and returns, per input dim, whether it is reduced. A
+// 0-d input accepts dim 0 or -1 (as PyTorch) and has nothing to mark.
+DimVector reduced_mask(const OpCall& call, IntArrayRef dims) {
   const Tensor& x = call.input(0);
-  const IntArrayRef dims = call.attributes.ints;
   const std::int64_t ndim = x.dim();
   DimVector mask(static_cast<std::size_t>(ndim), dims.empty() ? 1 : 0);
   const std::int64_t low = ndim == 0 ? -1 : -ndim;
@@ -57,6 +57,7 @@ DimVector reduced_shape(const Tensor& x, const DimVector& mask, bool keepdim) {
 // sum, mean, var.
 void infer_sum_like(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& x = call.input(0);
+  const ReduceAttributes a = ReduceAttributes::from(call.attributes);
   const DType dtype = x.dtype();
   DType out_dtype = dtype;
   if (call.kind == OpKind::Sum) {
@@ -66,13 +67,11 @@ void infer_sum_like(const OpCall& call, OutputSpecs& outputs) {
                    dtype, "; convert it with to(float32) (sum keeps integer dtypes)");
   }
   if (call.kind == OpKind::Var) {
-    GROVE_OP_CHECK(call, call.attributes.reals[0] >= 0.0,
-                   "the correction must not be negative, "
-                   "but got ",
-                   call.attributes.reals[0]);
+    GROVE_OP_CHECK(call, a.correction >= 0.0, "the correction must not be negative, but got ",
+                   a.correction);
   }
-  const DimVector mask = reduced_mask(call);
-  outputs.add(reduced_shape(x, mask, call.attributes.flag), out_dtype);
+  const DimVector mask = reduced_mask(call, a.dims);
+  outputs.add(reduced_shape(x, mask, a.keepdim), out_dtype);
 }
 
 // max (values, indices; or values alone when ints is empty) and argmax (indices).
@@ -81,7 +80,8 @@ void infer_max_like(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, x.dtype() != DType::Bool,
                  "expected a numeric input, but got bool; "
                  "convert it with to(int64)");
-  const bool full = call.attributes.ints.empty();
+  const ReduceAttributes a = ReduceAttributes::from(call.attributes);
+  const bool full = a.dims.empty();
   const DType index_dtype = DType::Int64;
   if (full) {
     GROVE_OP_CHECK(call, x.numel() > 0, "cannot reduce an empty tensor (shape ", x.sizes(),
@@ -90,33 +90,32 @@ void infer_max_like(const OpCall& call, OutputSpecs& outputs) {
     if (call.kind == OpKind::Argmax) outputs.add({}, index_dtype);
     return;
   }
-  GROVE_INTERNAL_ASSERT(call.attributes.ints.size() == 1, "max and argmax take one dim");
-  const DimVector mask = reduced_mask(call);
+  GROVE_INTERNAL_ASSERT(a.dims.size() == 1, "max and argmax take one dim");
+  const DimVector mask = reduced_mask(call, a.dims);
   for (std::size_t d = 0; d < mask.size(); ++d) {
-    GROVE_OP_CHECK(call, !mask[d] || x.sizes()[d] > 0, "cannot reduce over dimension ",
-                   call.attributes.ints[0], " of size 0: the maximum of no elements is undefined");
+    GROVE_OP_CHECK(call, !mask[d] || x.sizes()[d] > 0, "cannot reduce over dimension ", a.dims[0],
+                   " of size 0: the maximum of no elements is undefined");
   }
-  const DimVector shape = reduced_shape(x, mask, call.attributes.flag);
+  const DimVector shape = reduced_shape(x, mask, a.keepdim);
   if (call.kind == OpKind::Max) outputs.add(shape, x.dtype());
   outputs.add(shape, index_dtype);
 }
 
 #define GROVE_ENTRY(kind, infer, kernel) \
   constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
-GROVE_ENTRY(Sum, infer_sum_like, reduce_sum)     // ints: dims; flag: keepdim
-GROVE_ENTRY(Mean, infer_sum_like, reduce_sum)    // ints: dims; flag: keepdim
-GROVE_ENTRY(Var, infer_sum_like, reduce_sum)     // ints: dims; flag: keepdim; reals[0]: correction
-GROVE_ENTRY(Max, infer_max_like, reduce_max)     // ints: {dim} (outputs values, indices) or {}
-GROVE_ENTRY(Argmax, infer_max_like, reduce_max)  // ints: {dim} or {} (flat index); flag: keepdim
+// Attributes: ReduceAttributes. max and argmax: dims = {dim} (max outputs values and indices) or
+// {} (every element; argmax gives the flat index).
+GROVE_ENTRY(Sum, infer_sum_like, reduce_sum)
+GROVE_ENTRY(Mean, infer_sum_like, reduce_sum)
+GROVE_ENTRY(Var, infer_sum_like, reduce_sum)
+GROVE_ENTRY(Max, infer_max_like, reduce_max)
+GROVE_ENTRY(Argmax, infer_max_like, reduce_max)
 #undef GROVE_ENTRY
 
 Tensor reduce(const OpEntry& entry, const Tensor& x, IntArrayRef dims, bool keepdim,
               double correction = 0.0) {
-  OpAttributes attributes;
-  attributes.ints = dims;
-  attributes.flag = keepdim;
-  attributes.reals[0] = correction;
-  return dispatch(entry, {x}, attributes)[0];
+  const ReduceAttributes attributes{DimVector(dims), keepdim, correction};
+  return dispatch(entry, {x}, attributes.to_attributes())[0];
 }
 
 }  // namespace
@@ -135,10 +134,8 @@ Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }
 
 MaxResult max(const Tensor& x, std::int64_t dim, bool keepdim) {
-  OpAttributes attributes;
-  attributes.ints = {dim};
-  attributes.flag = keepdim;
-  OpOutputs outputs = dispatch(kMax, {x}, attributes);
+  const ReduceAttributes attributes{DimVector{dim}, keepdim, 0.0};
+  OpOutputs outputs = dispatch(kMax, {x}, attributes.to_attributes());
   return {outputs[0], outputs[1]};
 }
 Tensor max(const Tensor& x) {

@@ -4,13 +4,16 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ops/attributes.h"
+
 namespace grove::ops {
 
 ReduceLoops make_reduce_loops(const OpCall& call, bool sort_inner) {
   const Tensor& x = call.input(0);
   const std::int64_t ndim = x.dim();
-  DimVector reduced(static_cast<std::size_t>(ndim), call.attributes.ints.empty() ? 1 : 0);
-  for (const std::int64_t dim : call.attributes.ints) {  // checked by infer
+  const DimVector dims = ReduceAttributes::from(call.attributes).dims;
+  DimVector reduced(static_cast<std::size_t>(ndim), dims.empty() ? 1 : 0);
+  for (const std::int64_t dim : dims) {  // checked by infer
     if (ndim > 0) reduced[static_cast<std::size_t>(dim < 0 ? dim + ndim : dim)] = 1;
   }
   DimVector kept_sizes, kept_strides, reduced_dims;

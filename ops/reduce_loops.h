@@ -18,7 +18,7 @@ struct ReduceLoops {
   std::int64_t outputs;  // output elements
 };
 
-// The loops of a reduction call (attributes.ints: the dims, empty for all; checked by infer;
+// The loops of a reduction call (ReduceAttributes::dims: empty for all; checked by infer;
 // the output is contiguous). `sort_inner`: order the reduced dims by decreasing stride, so the
 // innermost run is the densest (sums do not care about order; max and argmax keep row-major
 // order to report positions).

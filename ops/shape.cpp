@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "ops/attributes.h"
 #include "ops/cpu/shape.h"
 #include "ops/cuda/shape.h"
 #include "ops/dispatch.h"
@@ -19,7 +20,7 @@ void infer_cat(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& first = call.input(0);
   GROVE_OP_CHECK(call, first.dim() > 0,
                  "cannot concatenate 0-d tensors; unsqueeze them first (or use stack)");
-  const std::int64_t dim_in = call.attributes.ints[0];
+  const std::int64_t dim_in = CatAttributes::from(call.attributes).dim;
   GROVE_OP_CHECK(call, dim_in >= -first.dim() && dim_in < first.dim(), "dimension ", dim_in,
                  " is out of range for tensors of ", first.dim(), " dims (expected a value in [",
                  -first.dim(), ", ", first.dim() - 1, "])");
@@ -53,7 +54,7 @@ void infer_triangle(const OpCall& call, OutputSpecs& outputs) {
 
 void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& indices = call.input(0);
-  const std::int64_t classes = call.attributes.ints[0];
+  const std::int64_t classes = OneHotAttributes::from(call.attributes).num_classes;
   GROVE_OP_CHECK(call, indices.dtype() == DType::Int64, "expected int64 indices, but got ",
                  indices.dtype());
   GROVE_OP_CHECK(call, classes >= 0, "expected num_classes >= 0, but got ", classes,
@@ -68,18 +69,12 @@ void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(sizes, DType::Int64);
 }
 
-// cat: inputs are the tensors, ints[0] the dim. tril, triu: ints[0] the diagonal.
-// one_hot: ints[0] num_classes.
+// cat: inputs are the tensors; CatAttributes. tril, triu: TriangleAttributes. one_hot:
+// OneHotAttributes (ops/attributes.h).
 constexpr OpEntry kCat{OpKind::Cat, infer_cat, cpu::cat, GROVE_CUDA_KERNEL(cat)};
 constexpr OpEntry kTril{OpKind::Tril, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
 constexpr OpEntry kTriu{OpKind::Triu, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
 constexpr OpEntry kOneHot{OpKind::OneHot, infer_one_hot, cpu::one_hot, GROVE_CUDA_KERNEL(one_hot)};
-
-OpAttributes with_int(std::int64_t value) {
-  OpAttributes attributes;
-  attributes.ints.push_back(value);
-  return attributes;
-}
 
 // "float32[2, 3]" for messages of the ops that do not go through dispatch.
 std::string describe(const Tensor& x) {
@@ -89,7 +84,7 @@ std::string describe(const Tensor& x) {
 }  // namespace
 
 Tensor cat(std::span<const Tensor> tensors, std::int64_t dim) {
-  return dispatch(kCat, tensors, with_int(dim))[0];
+  return dispatch(kCat, tensors, CatAttributes{dim}.to_attributes())[0];
 }
 
 Tensor cat(std::initializer_list<Tensor> tensors, std::int64_t dim) {
@@ -164,15 +159,15 @@ Tensor flatten(const Tensor& x, std::int64_t start_dim, std::int64_t end_dim) {
 }
 
 Tensor tril(const Tensor& x, std::int64_t diagonal) {
-  return dispatch(kTril, {x}, with_int(diagonal))[0];
+  return dispatch(kTril, {x}, TriangleAttributes{diagonal}.to_attributes())[0];
 }
 
 Tensor triu(const Tensor& x, std::int64_t diagonal) {
-  return dispatch(kTriu, {x}, with_int(diagonal))[0];
+  return dispatch(kTriu, {x}, TriangleAttributes{diagonal}.to_attributes())[0];
 }
 
 Tensor one_hot(const Tensor& indices, std::int64_t num_classes) {
-  return dispatch(kOneHot, {indices}, with_int(num_classes))[0];
+  return dispatch(kOneHot, {indices}, OneHotAttributes{num_classes}.to_attributes())[0];
 }
 
 std::span<const OpEntry> shape_entries() {

@@ -1,8 +1,8 @@
 // Softmax family: argument checks, output shapes and the user functions. Kernels are in
 // ops/cpu/softmax.cpp, and the losses' gradients in ops/cpu/softmax_backward.cpp.
 //
-// Attributes: softmax and log_softmax keep the dim in ints[0]; cross_entropy, nll_loss and their
-// backward ops keep ignore_index in ints[0].
+// Attributes (ops/attributes.h): softmax and log_softmax take SoftmaxAttributes (the dim);
+// cross_entropy, nll_loss and their backward ops LossAttributes (ignore_index).
 //
 // Note [Cross-entropy saves the log-sum-exp]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -17,6 +17,7 @@
 // see cross_entropy_backward in softmax.h.
 #include "ops/softmax.h"
 
+#include "ops/attributes.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cuda/softmax.h"
 #include "ops/dispatch.h"
@@ -33,7 +34,7 @@ void check_floating(const OpCall& call, const Tensor& x) {
 void infer_softmax(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& x = call.input(0);
   check_floating(call, x);
-  const std::int64_t dim = call.attributes.ints[0];
+  const std::int64_t dim = SoftmaxAttributes::from(call.attributes).dim;
   const std::int64_t ndim = x.dim();
   const std::int64_t low = ndim == 0 ? -1 : -ndim;
   const std::int64_t high = ndim == 0 ? 0 : ndim - 1;
@@ -92,51 +93,54 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
 
 #define GROVE_ENTRY(kind, infer, kernel) \
   constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
-// ints[0]: dim.
+// SoftmaxAttributes.
 constexpr OpEntry kSoftmax{OpKind::Softmax, infer_softmax, cpu::softmax,
                            GROVE_CUDA_KERNEL(softmax)};
 constexpr OpEntry kLogSoftmax{OpKind::LogSoftmax, infer_softmax, cpu::softmax,
                               GROVE_CUDA_KERNEL(softmax)};
-GROVE_ENTRY(CrossEntropy, infer_loss, cross_entropy)  // ints[0]: ignore_index; outputs loss, lse
-GROVE_ENTRY(NllLoss, infer_loss, nll_loss)            // ints[0]: ignore_index
-// Inputs: grad, logits, targets, lse. ints[0]: ignore_index.
+GROVE_ENTRY(CrossEntropy, infer_loss, cross_entropy)  // LossAttributes; outputs loss, lse
+GROVE_ENTRY(NllLoss, infer_loss, nll_loss)            // LossAttributes
+// Inputs: grad, logits, targets, lse. LossAttributes.
 GROVE_ENTRY(CrossEntropyBackward, infer_loss_backward, cross_entropy_backward)
-// Inputs: grad, log_probs, targets. ints[0]: ignore_index.
+// Inputs: grad, log_probs, targets. LossAttributes.
 GROVE_ENTRY(NllLossBackward, infer_loss_backward, nll_loss_backward)
 #undef GROVE_ENTRY
 
-OpAttributes with_int(std::int64_t value) {
-  OpAttributes attributes;
-  attributes.ints = {value};
-  return attributes;
+OpAttributes with_dim(std::int64_t dim) {
+  return SoftmaxAttributes{dim}.to_attributes();
+}
+
+OpAttributes with_ignore_index(std::int64_t ignore_index) {
+  return LossAttributes{ignore_index}.to_attributes();
 }
 
 }  // namespace
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
-  return dispatch(kSoftmax, {x}, with_int(dim))[0];
+  return dispatch(kSoftmax, {x}, with_dim(dim))[0];
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim) {
-  return dispatch(kLogSoftmax, {x}, with_int(dim))[0];
+  return dispatch(kLogSoftmax, {x}, with_dim(dim))[0];
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index) {
-  return dispatch(kCrossEntropy, {logits, targets}, with_int(ignore_index))[0];
+  return dispatch(kCrossEntropy, {logits, targets}, with_ignore_index(ignore_index))[0];
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tensor& targets, std::int64_t ignore_index) {
-  return dispatch(kNllLoss, {log_probs, targets}, with_int(ignore_index))[0];
+  return dispatch(kNllLoss, {log_probs, targets}, with_ignore_index(ignore_index))[0];
 }
 
 Tensor cross_entropy_backward(const Tensor& grad, const Tensor& logits, const Tensor& targets,
                               const Tensor& lse, std::int64_t ignore_index) {
-  return dispatch(kCrossEntropyBackward, {grad, logits, targets, lse}, with_int(ignore_index))[0];
+  return dispatch(kCrossEntropyBackward, {grad, logits, targets, lse},
+                  with_ignore_index(ignore_index))[0];
 }
 
 Tensor nll_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tensor& targets,
                          std::int64_t ignore_index) {
-  return dispatch(kNllLossBackward, {grad, log_probs, targets}, with_int(ignore_index))[0];
+  return dispatch(kNllLossBackward, {grad, log_probs, targets}, with_ignore_index(ignore_index))[0];
 }
 
 std::span<const OpEntry> softmax_entries() {

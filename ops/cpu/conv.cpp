@@ -34,7 +34,7 @@ void valid_range(std::int64_t offset, std::int64_t stride, std::int64_t size, st
 }  // namespace
 
 ConvShape make_conv_shape(IntArrayRef input, IntArrayRef weight, IntArrayRef output,
-                          IntArrayRef geometry) {
+                          const Conv2dAttributes& geometry) {
   ConvShape shape;
   shape.batch = input[0];
   shape.channels = input[1];
@@ -45,13 +45,13 @@ ConvShape make_conv_shape(IntArrayRef input, IntArrayRef weight, IntArrayRef out
   shape.kernel_w = weight[3];
   shape.out_h = output[2];
   shape.out_w = output[3];
-  shape.stride_h = geometry[0];
-  shape.stride_w = geometry[1];
-  shape.padding_h = geometry[2];
-  shape.padding_w = geometry[3];
-  shape.dilation_h = geometry[4];
-  shape.dilation_w = geometry[5];
-  shape.groups = geometry[6];
+  shape.stride_h = geometry.stride[0];
+  shape.stride_w = geometry.stride[1];
+  shape.padding_h = geometry.padding[0];
+  shape.padding_w = geometry.padding[1];
+  shape.dilation_h = geometry.dilation[0];
+  shape.dilation_w = geometry.dilation[1];
+  shape.groups = geometry.groups;
   return shape;
 }
 
@@ -178,7 +178,8 @@ void launch_conv(const OpCall& call, const Tensor& out) {
   const Tensor weight = call.input(1).contiguous();
   Tensor columns;
   ConvPlan<T> plan;
-  plan.shape = make_conv_shape(input.sizes(), weight.sizes(), out.sizes(), call.attributes.ints);
+  plan.shape = make_conv_shape(input.sizes(), weight.sizes(), out.sizes(),
+                               Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
   const std::int64_t work =
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels();  // multiply-adds

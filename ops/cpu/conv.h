@@ -6,6 +6,7 @@
 
 #include <omp.h>
 
+#include "ops/attributes.h"
 #include "ops/cpu/linalg.h"
 #include "ops/dispatch.h"
 
@@ -37,9 +38,9 @@ struct ConvShape {
   }
 };
 
-// From the three 4-d shapes and conv2d's 7 geometry ints (stride, padding, dilation, groups).
+// From the three 4-d shapes and the call's geometry (stride, padding, dilation, groups).
 ConvShape make_conv_shape(IntArrayRef input, IntArrayRef weight, IntArrayRef output,
-                          IntArrayRef geometry);
+                          const Conv2dAttributes& geometry);
 
 // How a conv kernel spreads `items` (images, or chunks of images) holding `work` multiply-adds
 // over threads; see Note [Threads in CPU GEMM]. Fixed at launch, because the kernels' scratch is

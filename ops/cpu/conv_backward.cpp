@@ -68,9 +68,8 @@ void launch_input_grad(const OpCall& call, const Tensor& out) {
   const Tensor weight = call.input(1).contiguous();
   Tensor columns;
   InputGradPlan<T> plan;
-  const IntArrayRef ints = call.attributes.ints;
   plan.shape = make_conv_shape(out.sizes(), weight.sizes(), grad.sizes(),
-                               IntArrayRef(ints.data() + 4, ints.size() - 4));
+                               Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
   plan.threads = conv_threads(
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels(), shape.batch);
@@ -162,9 +161,8 @@ void launch_weight_grad(const OpCall& call, const Tensor& out) {
   const Tensor input = call.input(1).contiguous();
   Tensor columns, partial;
   WeightGradPlan<T> plan;
-  const IntArrayRef ints = call.attributes.ints;
   plan.shape = make_conv_shape(input.sizes(), out.sizes(), grad.sizes(),
-                               IntArrayRef(ints.data() + 4, ints.size() - 4));
+                               Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
   plan.chunks = std::max<std::int64_t>(1, std::min(shape.batch, kWeightChunks));
   plan.threads = conv_threads(

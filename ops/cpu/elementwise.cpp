@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/broadcast.h"
 
 namespace grove::ops::cpu {
@@ -216,8 +217,8 @@ void unary_run(const OpCall& call, const Tensor& out) {
   const Tensor& input = call.input(0);
   const T* x = typed<const T>(input);
   T* o = typed<T>(out);
-  const UnaryRun<T> run{call.kind, call.attributes.reals[0], call.attributes.reals[1],
-                        call.attributes.flag};
+  const UnaryParameters parameters = UnaryParameters::of(call);
+  const UnaryRun<T> run{call.kind, parameters.first, parameters.second, parameters.approximate};
   if (dense_like(input, out)) {  // fast path: one flat run
     const std::int64_t n = out.numel();
     launch_cpu(current_stream(out.device()), [=] { run(o, x, n, 1); });
@@ -255,7 +256,7 @@ void unary(const OpCall& call, const OpOutputs& outputs) {
 // out = grad * gelu'(x): run_binary with the derivative as its function (grad and x have the
 // output's shape, so nothing broadcasts; non-contiguous operands take the strided path).
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
-  const bool approximate = call.attributes.flag;
+  const bool approximate = GeluAttributes::from(call.attributes).approximate;
   dispatch_floating(outputs[0].dtype(), "gelu_backward", [&]<typename T>() {
     run_binary<T, T>(call, outputs[0], [approximate](T grad, T x) {
       if (approximate) {

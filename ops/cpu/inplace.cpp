@@ -7,6 +7,7 @@
 
 #include "core/strided_loop.h"
 #include "ops/aliasing.h"
+#include "ops/attributes.h"
 #include "ops/broadcast.h"
 #include "ops/cpu/random.h"
 #include "ops/random.h"
@@ -99,14 +100,16 @@ void update(const OpCall& call, const OpOutputs& /*outputs*/) {
 void uniform(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
   const std::uint64_t counters = counters_for_uniform(x.dtype(), x.numel());
-  launch_uniform(x, call.attributes.reals[0], call.attributes.reals[1],
+  const UniformAttributes attributes = UniformAttributes::from(call.attributes);
+  launch_uniform(x, attributes.low, attributes.high,
                  detail::reserve_philox(call, x.device(), counters));
 }
 
 void normal(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
   const std::uint64_t counters = counters_for_normal(x.dtype(), x.numel());
-  launch_normal(x, call.attributes.reals[0], call.attributes.reals[1],
+  const NormalAttributes attributes = NormalAttributes::from(call.attributes);
+  launch_normal(x, attributes.mean, attributes.std,
                 detail::reserve_philox(call, x.device(), counters));
 }
 

@@ -15,6 +15,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/attributes.h"
+
 namespace grove::ops::cpu {
 namespace {
 
@@ -94,16 +96,17 @@ void parameter_grad_columns(const LayerNormBackwardPlan<T>& plan) {
 }  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  const bool has_weight = call.attributes.flag;
+  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
+  const bool has_weight = attributes.has_weight;
   const std::size_t bias_index = has_weight ? 2 : 1;
   const Tensor x = call.input(0).contiguous();
   const Tensor weight = has_weight ? call.input(1).contiguous() : Tensor();
   const Tensor bias =
       call.inputs.size() > bias_index ? call.input(bias_index).contiguous() : Tensor();
-  const std::int64_t n = product(call.attributes.ints);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();             // M: rows
+  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
+  const std::int64_t m = outputs[1].numel();                    // M: rows
   if (m == 0) return;
-  const double eps = call.attributes.reals[0];
+  const double eps = attributes.eps;
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
     const T* w = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
@@ -147,7 +150,8 @@ void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   const Tensor x = call.input(1).contiguous();
   const Tensor mean = call.input(2).contiguous();
   const Tensor rstd = call.input(3).contiguous();
-  const Tensor weight = call.attributes.flag ? call.input(4).contiguous() : Tensor();
+  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
+  const Tensor weight = attributes.has_weight ? call.input(4).contiguous() : Tensor();
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
     LayerNormBackwardPlan<T> plan;
     plan.grad = static_cast<const T*>(grad.data_ptr());
@@ -159,7 +163,7 @@ void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
     plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
     plan.grad_bias = static_cast<T*>(outputs[2].data_ptr());
     plan.m = mean.numel();
-    plan.n = product(call.attributes.ints);
+    plan.n = product(attributes.normalized_shape);
     launch_cpu(current_stream(x.device()), [plan] {
       input_grad_rows(plan);
       parameter_grad_columns(plan);

@@ -31,10 +31,10 @@ void sgd_typed(const OpCall& call) {
 
 template <typename T>
 void adamw_typed(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
-  const double lr = reals[0];
-  const double beta1 = reals[1];
-  const double beta2 = reals[2];
+  const AdamwAttributes a = AdamwAttributes::from(call.attributes);
+  const double lr = a.lr;
+  const double beta1 = a.beta1;
+  const double beta2 = a.beta2;
   const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const StridedLoop<4> loop = optim_loop<4>(call);
   T* param = optim_data<T>(call, 0);

@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/attributes.h"
 #include "ops/cpu/embedding.h"
 
 namespace grove::ops::cpu {
@@ -36,7 +37,7 @@ struct PoolPlan {
 template <typename T>
 PoolPlan<T> make_plan(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& input = call.input(0);
-  const DimVector& ints = call.attributes.ints;
+  const Pool2dAttributes window = Pool2dAttributes::from(call.attributes);
   const bool batched = input.dim() == 4;
   PoolPlan<T> plan;
   plan.input = static_cast<const T*>(input.data_ptr());
@@ -52,12 +53,12 @@ PoolPlan<T> make_plan(const OpCall& call, const OpOutputs& outputs) {
   plan.planes = (batched ? input.size(0) : 1) * plan.channels;
   plan.out_h = outputs[0].size(-2);
   plan.out_w = outputs[0].size(-1);
-  plan.kernel_h = ints[0];
-  plan.kernel_w = ints[1];
-  plan.stride_h = ints[2];
-  plan.stride_w = ints[3];
-  plan.padding_h = ints[4];
-  plan.padding_w = ints[5];
+  plan.kernel_h = window.kernel[0];
+  plan.kernel_w = window.kernel[1];
+  plan.stride_h = window.stride[0];
+  plan.stride_w = window.stride[1];
+  plan.padding_h = window.padding[0];
+  plan.padding_w = window.padding[1];
   return plan;
 }
 
@@ -162,13 +163,13 @@ PoolBackwardPlan<T> make_backward_plan(const OpCall& call, const Tensor& grad,
   plan.out_h = grad.size(-2);
   plan.out_w = grad.size(-1);
   if (call.kind == OpKind::AvgPool2dBackward) {
-    const DimVector& ints = call.attributes.ints;
-    plan.kernel_h = ints[0];
-    plan.kernel_w = ints[1];
-    plan.stride_h = ints[2];
-    plan.stride_w = ints[3];
-    plan.padding_h = ints[4];
-    plan.padding_w = ints[5];
+    const Pool2dAttributes window = Pool2dAttributes::from(call.attributes);
+    plan.kernel_h = window.kernel[0];
+    plan.kernel_w = window.kernel[1];
+    plan.stride_h = window.stride[0];
+    plan.stride_w = window.stride[1];
+    plan.padding_h = window.padding[0];
+    plan.padding_w = window.padding[1];
   }
   return plan;
 }

@@ -5,6 +5,7 @@
 #include "ops/cpu/random.h"
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/random.h"
 
 namespace grove::ops::cpu {
@@ -78,10 +79,11 @@ void randn(const OpCall& call, const OpOutputs& outputs) {
 
 void randint(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::int64_t low = call.attributes.ints[2];
+  const RandintAttributes attributes = RandintAttributes::from(call.attributes);
+  const std::int64_t low = attributes.low;
   // high - low may not fit an int64 (e.g. [-2^62, 2^62]); it always fits a uint64.
   const std::uint64_t range =
-      static_cast<std::uint64_t>(call.attributes.ints[3]) - static_cast<std::uint64_t>(low);
+      static_cast<std::uint64_t>(attributes.high) - static_cast<std::uint64_t>(low);
   const PhiloxArgs args = detail::reserve_philox(call, out.device(), ceil_div(out.numel(), 2));
   if (out.numel() == 0) return;
   const StridedLoop<1> loop = loop_over(out, "randint");
@@ -101,7 +103,7 @@ void dropout(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = call.input(0);
   const Tensor& out = outputs[0];
   const Tensor& mask = outputs[1];
-  const double p = call.attributes.reals[0];
+  const double p = DropoutAttributes::from(call.attributes).p;
   const PhiloxArgs args = detail::reserve_philox(call, x.device(), ceil_div(x.numel(), 4));
   if (x.numel() == 0) return;
   const IntArrayRef strides[3] = {out.strides(), mask.strides(), x.strides()};

@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/reduce_loops.h"
 
 namespace grove::ops::cpu {
@@ -221,7 +222,7 @@ void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
   dispatch_dtype(call.input(0).dtype(), "reduce_sum", [&]<typename T>() {
     if constexpr (std::is_floating_point_v<T>) {
       launch_floating<T>(loops, static_cast<const T*>(x), static_cast<T*>(o), call.kind,
-                         call.attributes.reals[0], stream);
+                         ReduceAttributes::from(call.attributes).correction, stream);
     } else {  // infer lets only sum through with integer or bool inputs
       launch_integer_sum<T>(loops, static_cast<const T*>(x), static_cast<std::int64_t*>(o), stream);
     }

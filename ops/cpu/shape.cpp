@@ -4,6 +4,7 @@
 #include "ops/cpu/shape.h"
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/cpu/embedding.h"
 
 namespace grove::ops::cpu {
@@ -25,7 +26,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t out_column_stride = out.strides()[ndim - 1];
   const std::int64_t row_stride = x.strides()[ndim - 2];
   const std::int64_t column_stride = x.strides()[ndim - 1];
-  const std::int64_t diagonal = call.attributes.ints[0];
+  const std::int64_t diagonal = TriangleAttributes::from(call.attributes).diagonal;
   const bool lower = call.kind == OpKind::Tril;
   dispatch_dtype(x.dtype(), "tril/triu", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
@@ -52,7 +53,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
 // indices: (*) -> out: (N, C) contiguous with out[n, c] = (c == indices[n]).
 void one_hot(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& indices = call.input(0);
-  const std::int64_t classes = call.attributes.ints[0];
+  const std::int64_t classes = OneHotAttributes::from(call.attributes).num_classes;
   const char* range_name = "num_classes";
   check_indices_on_host(call, indices, classes, range_name);
   if (indices.numel() == 0) return;

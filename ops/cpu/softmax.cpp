@@ -19,6 +19,7 @@
 #include <cmath>
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -161,7 +162,8 @@ Rows make_rows(const OpCall& call, const Tensor& out) {
     const IntArrayRef none[2] = {{}, {}};
     return {make_loop<2>({}, none, "softmax"), 1, 1, 1};
   }
-  const std::int64_t dim = wrap_dim(call.attributes.ints[0], x.dim(), "softmax");
+  const std::int64_t dim =
+      wrap_dim(SoftmaxAttributes::from(call.attributes).dim, x.dim(), "softmax");
   DimVector sizes, out_strides, in_strides;
   for (std::int64_t d = 0; d < x.dim(); ++d) {
     if (d == dim) continue;
@@ -195,7 +197,7 @@ LossArgs<T> loss_args(const OpCall& call) {
           scores.stride(1),
           static_cast<const std::int64_t*>(targets.data_ptr()),
           targets.stride(0),
-          call.attributes.ints[0],
+          LossAttributes::from(call.attributes).ignore_index,
           scores.dtype()};
 }
 

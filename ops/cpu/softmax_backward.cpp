@@ -10,6 +10,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ops/attributes.h"
 #include "ops/cpu/softmax.h"
 
 namespace grove::ops::cpu {
@@ -76,7 +77,7 @@ void launch_loss_backward(const OpCall& call, const Tensor& out) {
   plan.class_stride = scores.stride(1);
   plan.targets = static_cast<const std::int64_t*>(targets.data_ptr());
   plan.target_stride = targets.stride(0);
-  plan.ignore_index = call.attributes.ints[0];
+  plan.ignore_index = LossAttributes::from(call.attributes).ignore_index;
   plan.cross_entropy = call.kind == OpKind::CrossEntropyBackward;
   if (plan.cross_entropy) {
     plan.lse = static_cast<const T*>(call.input(3).data_ptr());

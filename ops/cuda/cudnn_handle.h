@@ -1,4 +1,4 @@
-// cuDNN plumbing for the CUDA kernels that call cuDNN (ops/cuda/conv.cpp): GROVE_CUDNN_CHECK and
+// cuDNN plumbing for the CUDA kernels that call cuDNN (ops/cuda/conv*.cpp): GROVE_CUDNN_CHECK and
 // the handle of the calling thread for a device.
 //
 // A cudnnHandle_t is not thread-safe, so each (thread, device) pair gets its own, created on

@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/attributes.h"
 #include "ops/broadcast.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_loop.cuh"
@@ -324,7 +325,9 @@ void launch_binary(const OpCall& call, const Tensor& out) {
   const T* x = typed<const T>(a);
   const T* y = has_scalar ? nullptr : typed<const T>(call.input(1));
   R* o = typed<R>(out);
-  const bool flag = call.attributes.flag;
+  // gelu_backward's approximation; false for the other binary ops.
+  const bool flag =
+      call.kind == OpKind::GeluBackward && GeluAttributes::from(call.attributes).approximate;
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
   if (dense_like(a, out) && (has_scalar || dense_like(call.input(1), out))) {
@@ -352,9 +355,10 @@ bool is_comparison(OpKind kind) {
 
 template <typename T>
 UnaryArgs<T> unary_args(const OpCall& call) {
-  const double low = call.attributes.reals[0];
-  const double high = call.attributes.reals[1];
-  UnaryArgs<T> args{T{}, T{}, call.kind, call.attributes.flag};
+  const UnaryParameters parameters = UnaryParameters::of(call);
+  const double low = parameters.first;
+  const double high = parameters.second;
+  UnaryArgs<T> args{T{}, T{}, call.kind, parameters.approximate};
   if constexpr (std::is_integral_v<T>) {
     if (call.kind == OpKind::Clamp) {
       // Bounds were checked to be integers in T's range (or infinite) by infer.

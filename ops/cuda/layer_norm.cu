@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/layer_norm.h"
@@ -144,14 +145,15 @@ const T* data_or_null(const Tensor& t) {
 
 template <typename T>
 void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  const bool has_weight = call.attributes.flag;
+  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
+  const bool has_weight = attributes.has_weight;
   const std::size_t bias_index = has_weight ? 2 : 1;
   const Tensor x = call.input(0).contiguous();
   const Tensor weight = has_weight ? call.input(1).contiguous() : Tensor();
   const Tensor bias =
       call.inputs.size() > bias_index ? call.input(bias_index).contiguous() : Tensor();
-  const std::int64_t n = product(call.attributes.ints);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();             // M: rows
+  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
+  const std::int64_t m = outputs[1].numel();                    // M: rows
   if (m == 0) return;
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
@@ -161,7 +163,7 @@ void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
   kernel<<<row_blocks(m, warp_rows), kThreads, 0, stream>>>(
       static_cast<const T*>(x.data_ptr()), data_or_null<T>(weight), data_or_null<T>(bias),
       static_cast<T*>(outputs[0].data_ptr()), static_cast<T*>(outputs[1].data_ptr()),
-      static_cast<T*>(outputs[2].data_ptr()), m, n, call.attributes.reals[0]);
+      static_cast<T*>(outputs[2].data_ptr()), m, n, attributes.eps);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -171,9 +173,10 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   const Tensor x = call.input(1).contiguous();
   const Tensor mean = call.input(2).contiguous();
   const Tensor rstd = call.input(3).contiguous();
-  const Tensor weight = call.attributes.flag ? call.input(4).contiguous() : Tensor();
+  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
+  const Tensor weight = attributes.has_weight ? call.input(4).contiguous() : Tensor();
   const std::int64_t m = mean.numel();
-  const std::int64_t n = product(call.attributes.ints);
+  const std::int64_t n = product(attributes.normalized_shape);
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));

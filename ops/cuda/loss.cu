@@ -33,6 +33,7 @@
 
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
+#include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
@@ -65,7 +66,7 @@ LossArgs<T> loss_args(const OpCall& call, const Tensor& scores, const Tensor& ta
           scores.stride(1),
           static_cast<const std::int64_t*>(targets.data_ptr()),
           targets.stride(0),
-          call.attributes.ints[0],
+          LossAttributes::from(call.attributes).ignore_index,
           cuda_backend::device_error_site(scores.device(), op_name(call.kind).data(), "target",
                                           "0 <= target < {bound} (the classes) or ignore_index")};
 }

@@ -53,14 +53,14 @@ void sgd_typed(const OpCall& call) {
 
 template <typename T>
 void adamw_typed(const OpCall& call) {
-  const auto& reals = call.attributes.reals;
+  const AdamwAttributes a = AdamwAttributes::from(call.attributes);
   const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
       optim_data<T>(call, 3), call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c,
-      reals[0], reals[1], reals[2], optim_loop<4>(call), n);
+      a.lr, a.beta1, a.beta2, optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

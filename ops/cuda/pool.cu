@@ -28,6 +28,7 @@
 
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
+#include "ops/attributes.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/pool.h"
 
@@ -214,14 +215,15 @@ bool loop_fits_int32(std::int64_t total) {
   return total + kMaxBlocks * kThreads < INT_MAX;
 }
 
-PoolGeometry window_geometry(const DimVector& ints) {
+PoolGeometry window_geometry(const OpAttributes& attributes) {
+  const Pool2dAttributes window = Pool2dAttributes::from(attributes);
   PoolGeometry g;
-  g.kernel_h = ints[0];
-  g.kernel_w = ints[1];
-  g.stride_h = ints[2];
-  g.stride_w = ints[3];
-  g.padding_h = ints[4];
-  g.padding_w = ints[5];
+  g.kernel_h = window.kernel[0];
+  g.kernel_w = window.kernel[1];
+  g.stride_h = window.stride[0];
+  g.stride_w = window.stride[1];
+  g.padding_h = window.padding[0];
+  g.padding_w = window.padding[1];
   return g;
 }
 
@@ -232,7 +234,7 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const Tensor& input = call.input(0);
-  PoolGeometry g = window_geometry(call.attributes.ints);
+  PoolGeometry g = window_geometry(call.attributes);
   const bool batched = input.dim() == 4;
   g.channels = input.size(-3);
   g.height = input.size(-2);
@@ -277,7 +279,7 @@ void launch_avg_backward(const OpCall& call, const Tensor& out) {
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const Tensor grad = call.input(0).contiguous();
-  PoolGeometry g = window_geometry(call.attributes.ints);
+  PoolGeometry g = window_geometry(call.attributes);
   g.height = out.size(-2);
   g.width = out.size(-1);
   g.out_h = grad.size(-2);

@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/attributes.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/philox.cuh"
 #include "ops/cuda/random.h"
@@ -187,22 +188,25 @@ void randn(const OpCall& call, const OpOutputs& outputs) {
 void uniform(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
   const std::uint64_t counters = counters_for_uniform(x.dtype(), x.numel());
-  launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
+  const UniformAttributes attributes = UniformAttributes::from(call.attributes);
+  launch_fill_kernel(x, attributes.low, attributes.high,
                      detail::reserve_philox(call, x.device(), counters), false);
 }
 
 void normal(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = outputs[0];
   const std::uint64_t counters = counters_for_normal(x.dtype(), x.numel());
-  launch_fill_kernel(x, call.attributes.reals[0], call.attributes.reals[1],
+  const NormalAttributes attributes = NormalAttributes::from(call.attributes);
+  launch_fill_kernel(x, attributes.mean, attributes.std,
                      detail::reserve_philox(call, x.device(), counters), true);
 }
 
 void randint(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
-  const std::int64_t low = call.attributes.ints[2];
+  const RandintAttributes attributes = RandintAttributes::from(call.attributes);
+  const std::int64_t low = attributes.low;
   const std::uint64_t range =
-      static_cast<std::uint64_t>(call.attributes.ints[3]) - static_cast<std::uint64_t>(low);
+      static_cast<std::uint64_t>(attributes.high) - static_cast<std::uint64_t>(low);
   const PhiloxArgs args = detail::reserve_philox(call, out.device(), ceil_div(out.numel(), 2));
   if (out.numel() == 0) return;
   const std::int64_t numel = out.numel();
@@ -220,7 +224,7 @@ void dropout(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& x = call.input(0);
   const Tensor& out = outputs[0];
   const Tensor& mask = outputs[1];
-  const double p = call.attributes.reals[0];
+  const double p = DropoutAttributes::from(call.attributes).p;
   const PhiloxArgs args = detail::reserve_philox(call, x.device(), ceil_div(x.numel(), 4));
   if (x.numel() == 0) return;
   const std::int64_t numel = x.numel();

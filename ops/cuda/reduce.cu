@@ -24,6 +24,7 @@
 #include <type_traits>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/reduce.h"
@@ -194,10 +195,11 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
   const unsigned threads = threads_for(loops.count);
   if constexpr (std::is_floating_point_v<T>) {
     const auto count = static_cast<double>(loops.count);
-    const double divisor = call.kind == OpKind::Sum ? 1.0
-                           : call.kind == OpKind::Mean
-                               ? count
-                               : std::max(0.0, count - call.attributes.reals[0]);
+    const double divisor =
+        call.kind == OpKind::Sum ? 1.0
+        : call.kind == OpKind::Mean
+            ? count
+            : std::max(0.0, count - ReduceAttributes::from(call.attributes).correction);
     reduce_floating<T><<<blocks, threads, 0, stream>>>(
         x, static_cast<T*>(out.data_ptr()), loops.outer, loops.inner, loops.count, loops.outputs,
         call.kind == OpKind::Var, divisor);

@@ -15,6 +15,7 @@
 
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.cuh"
+#include "ops/attributes.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/shape.h"
 
@@ -75,8 +76,8 @@ void launch_triangle(const OpCall& call, const Tensor& out) {
   triangle_elements<Bits><<<blocks_for(x.numel()), kThreads, 0, stream>>>(
       static_cast<const Bits*>(x.data_ptr()), static_cast<Bits*>(out.data_ptr()), batch, x.numel(),
       x.sizes()[ndim - 2], x.sizes()[ndim - 1], x.strides()[ndim - 2], x.strides()[ndim - 1],
-      out.strides()[ndim - 2], out.strides()[ndim - 1], call.attributes.ints[0],
-      call.kind == OpKind::Tril);
+      out.strides()[ndim - 2], out.strides()[ndim - 1],
+      TriangleAttributes::from(call.attributes).diagonal, call.kind == OpKind::Tril);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -102,7 +103,7 @@ void triangle(const OpCall& call, const OpOutputs& outputs) {
 void one_hot(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& indices = call.input(0);
   const std::int64_t count = indices.numel();
-  const std::int64_t classes = call.attributes.ints[0];
+  const std::int64_t classes = OneHotAttributes::from(call.attributes).num_classes;
   if (count == 0 || classes == 0) return;
   const IntArrayRef strides[1] = {indices.strides()};
   const StridedLoop<1> loop = make_loop<1>(indices.sizes(), strides, "one_hot");

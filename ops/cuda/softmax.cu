@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "core/cuda/cuda_device.h"
+#include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
@@ -58,7 +59,8 @@ void launch_softmax(const OpCall& call, const Tensor& out) {
   DimVector sizes, out_strides, in_strides;
   std::int64_t length = 1, in_stride = 1, out_stride = 1;
   if (x.dim() > 0) {
-    const std::int64_t dim = wrap_dim(call.attributes.ints[0], x.dim(), "softmax");
+    const std::int64_t dim =
+        wrap_dim(SoftmaxAttributes::from(call.attributes).dim, x.dim(), "softmax");
     for (std::int64_t d = 0; d < x.dim(); ++d) {
       if (d == dim) continue;
       sizes.push_back(x.size(d));

@@ -1,6 +1,7 @@
 // A kernel that keeps a stream busy for a while, so that work queued behind it can be timed on
 // the GPU alone: while it runs, the host queues the timed launches, and events around them then
-// see no gaps from the host's launch overhead. Used by conv's benchmark mode (ops/cuda/conv.cpp).
+// see no gaps from the host's launch overhead. Used by conv's benchmark mode
+// (ops/cuda/conv_benchmark.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>

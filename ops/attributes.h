@@ -1,0 +1,311 @@
+// Typed attributes: for each op that keeps arguments in OpAttributes' positional fields (`ints`,
+// `reals`, `flag`), one small struct that names them, writes them (to_attributes) and reads them
+// back (from), so that the user function, `infer`, the CPU and CUDA kernels and the derivative
+// rule agree on one layout written down once, here. Each also prints itself
+// (`stride=[1,1] padding=[1,1] dilation=[1,1] groups=1`), and describe_attributes() prints the
+// attributes of any call by its kind, for error messages and the IR's printer.
+//
+// Not here: ops whose only attribute is a named field already (the scalar of add(x, 2), the
+// fill value of fill_, the alpha of add_): describe_attributes() prints those directly.
+//
+// from() checks grove's own invariant that the OpAttributes were written by to_attributes() of
+// the same struct (GROVE_INTERNAL_ASSERT); what a user can get wrong is checked in `infer`, with
+// the op's name. Plain C++: the CUDA kernels include it. All functions are cheap and allocate
+// nothing beyond the DimVectors they copy (inline capacity covers every rank grove allows).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "ops/dispatch.h"
+
+namespace grove::ops {
+
+// A (height, width) pair of a 2-d op's geometry.
+using Pair = std::array<std::int64_t, 2>;
+
+// (h, w) from a list of one value (for both) or two, as PyTorch's _pair; a grove::Error naming
+// the op and `what` for any other length.
+Pair pair_of(IntArrayRef values, OpKind kind, const char* what);
+
+// conv2d, conv2d_backward_input, conv2d_backward_weight (ops/conv.h).
+// ints = [sizes (4 values, backward ops only)], stride (2), padding (2), dilation (2), groups.
+struct Conv2dAttributes {
+  Pair stride{1, 1};
+  Pair padding{0, 0};
+  Pair dilation{1, 1};
+  std::int64_t groups = 1;
+  // conv2d_backward_input: input_sizes (N, C, H, W); conv2d_backward_weight: weight_sizes
+  // (O, C / G, kH, kW); conv2d: empty.
+  DimVector sizes;
+
+  static constexpr std::size_t kGeometryInts = 7;
+  static constexpr std::size_t kSizes = 4;
+
+  OpAttributes to_attributes() const;
+  static Conv2dAttributes from(const OpAttributes& attributes);
+  // "stride=[1,1] padding=[0,0] dilation=[1,1] groups=1", after "<sizes_name>=[...] " when the
+  // sizes are set.
+  std::string describe(const char* sizes_name = "sizes") const;
+};
+
+// max_pool2d, avg_pool2d, avg_pool2d_backward (ops/pool.h).
+// ints = kernel (2), stride (2), padding (2), [input_sizes (3 or 4 values, the backward only)].
+struct Pool2dAttributes {
+  Pair kernel{1, 1};
+  Pair stride{1, 1};
+  Pair padding{0, 0};
+  DimVector input_sizes;  // avg_pool2d_backward: (C, H, W) or (N, C, H, W); forward: empty
+
+  static constexpr std::size_t kWindowInts = 6;
+
+  OpAttributes to_attributes() const;
+  static Pool2dAttributes from(const OpAttributes& attributes);
+  std::string describe() const;  // "kernel=[2,2] stride=[2,2] padding=[0,0]"
+};
+
+// max_pool2d_backward: ints = input_sizes (3 or 4 values).
+struct MaxPool2dBackwardAttributes {
+  DimVector input_sizes;
+
+  OpAttributes to_attributes() const;
+  static MaxPool2dBackwardAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// layer_norm and layer_norm_backward (ops/layer_norm.h): ints = normalized_shape; reals[0] = eps
+// (layer_norm only); flag = has_weight (the weight is among the inputs).
+struct LayerNormAttributes {
+  DimVector normalized_shape;
+  double eps = 0.0;
+  bool has_weight = false;
+
+  OpAttributes to_attributes() const;
+  static LayerNormAttributes from(const OpAttributes& attributes);
+  std::string describe(bool with_eps) const;
+};
+
+// sum, mean, var, max, argmax (ops/reduce.h): ints = dims as given (possibly negative; empty:
+// every dim); flag = keepdim; reals[0] = correction (var only; 0 otherwise).
+struct ReduceAttributes {
+  DimVector dims;
+  bool keepdim = false;
+  double correction = 0.0;
+
+  OpAttributes to_attributes() const;
+  static ReduceAttributes from(const OpAttributes& attributes);
+  std::string describe(bool with_correction) const;
+};
+
+// softmax, log_softmax: ints[0] = dim.
+struct SoftmaxAttributes {
+  std::int64_t dim = -1;
+
+  OpAttributes to_attributes() const;
+  static SoftmaxAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// cross_entropy, nll_loss and their backward ops: ints[0] = ignore_index.
+struct LossAttributes {
+  std::int64_t ignore_index = -100;
+
+  OpAttributes to_attributes() const;
+  static LossAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// clamp: reals[0] = low, reals[1] = high (+/-infinity for no bound).
+struct ClampAttributes {
+  double low = 0.0;
+  double high = 0.0;
+
+  OpAttributes to_attributes() const;
+  static ClampAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1]};
+  }
+  std::string describe() const;
+};
+
+// pow: reals[0] = exponent.
+struct PowAttributes {
+  double exponent = 1.0;
+
+  OpAttributes to_attributes() const;
+  static PowAttributes from(const OpAttributes& attributes) { return {attributes.reals[0]}; }
+  std::string describe() const;
+};
+
+// gelu, gelu_backward: flag = approximate (the tanh approximation).
+struct GeluAttributes {
+  bool approximate = false;
+
+  OpAttributes to_attributes() const;
+  static GeluAttributes from(const OpAttributes& attributes) { return {attributes.flag}; }
+  std::string describe() const;
+};
+
+// What the unary elementwise kernels take besides the input, for whichever unary op they run:
+// clamp's bounds, pow's exponent, gelu's approximation; zeros and false for the other ops.
+struct UnaryParameters {
+  double first = 0.0;        // clamp: low; pow: the exponent
+  double second = 0.0;       // clamp: high
+  bool approximate = false;  // gelu
+
+  static UnaryParameters of(const OpCall& call) {
+    switch (call.kind) {
+      case OpKind::Clamp: {
+        const ClampAttributes clamp = ClampAttributes::from(call.attributes);
+        return {clamp.low, clamp.high, false};
+      }
+      case OpKind::Pow:
+        return {PowAttributes::from(call.attributes).exponent, 0.0, false};
+      case OpKind::Gelu:
+        return {0.0, 0.0, GeluAttributes::from(call.attributes).approximate};
+      default:
+        return {};
+    }
+  }
+};
+
+// uniform_ (reals = low, high) and normal_ (reals = mean, std); generator: null for the
+// device's default one.
+struct UniformAttributes {
+  double low = 0.0;
+  double high = 1.0;
+  Generator* generator = nullptr;
+
+  OpAttributes to_attributes() const;
+  static UniformAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1], attributes.generator};
+  }
+  std::string describe() const;
+};
+struct NormalAttributes {
+  double mean = 0.0;
+  double std = 1.0;
+  Generator* generator = nullptr;
+
+  OpAttributes to_attributes() const;
+  static NormalAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1], attributes.generator};
+  }
+  std::string describe() const;
+};
+
+// sgd_ (ops/optim.h): reals = lr, momentum, weight_decay; flag = nesterov.
+struct SgdAttributes {
+  double lr = 0.0;
+  double momentum = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+
+  OpAttributes to_attributes() const;
+  static SgdAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.flag};
+  }
+  std::string describe() const;
+};
+
+// adamw_ (ops/optim.h): reals = lr, beta1, beta2, eps; scalar = weight_decay.
+struct AdamwAttributes {
+  double lr = 0.0;
+  double beta1 = 0.0;
+  double beta2 = 0.0;
+  double eps = 0.0;
+  double weight_decay = 0.0;
+
+  OpAttributes to_attributes() const;
+  static AdamwAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.reals[3],
+            attributes.scalar.to<double>()};
+  }
+  std::string describe() const;
+};
+
+// rand, randn (ops/random.h). Factories have no input to take a device from, and OpAttributes
+// has no device field, so the device travels at the front of ints:
+// ints = device type, device index, sizes...; dtype; generator (null: the device's default).
+struct FactoryAttributes {
+  Device device = kCPU;
+  DimVector sizes;
+  DType dtype = DType::Float32;
+  Generator* generator = nullptr;
+
+  OpAttributes to_attributes() const;
+  static FactoryAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// randint: ints = device type, device index, low, high, sizes...; dtype int64; generator.
+struct RandintAttributes {
+  Device device = kCPU;
+  std::int64_t low = 0;
+  std::int64_t high = 1;
+  DimVector sizes;
+  Generator* generator = nullptr;
+
+  OpAttributes to_attributes() const;
+  static RandintAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// dropout: reals[0] = p; flag = training (always true once dispatched); generator.
+struct DropoutAttributes {
+  double p = 0.5;
+  Generator* generator = nullptr;
+
+  OpAttributes to_attributes() const;
+  static DropoutAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.generator};
+  }
+  std::string describe() const;
+};
+
+// cat: ints[0] = dim (possibly negative).
+struct CatAttributes {
+  std::int64_t dim = 0;
+
+  OpAttributes to_attributes() const;
+  static CatAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// tril, triu: ints[0] = diagonal.
+struct TriangleAttributes {
+  std::int64_t diagonal = 0;
+
+  OpAttributes to_attributes() const;
+  static TriangleAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// one_hot: ints[0] = num_classes.
+struct OneHotAttributes {
+  std::int64_t num_classes = 0;
+
+  OpAttributes to_attributes() const;
+  static OneHotAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// embedding_backward: ints[0] = num_weights (the rows of the weight).
+struct EmbeddingBackwardAttributes {
+  std::int64_t num_weights = 0;
+
+  OpAttributes to_attributes() const;
+  static EmbeddingBackwardAttributes from(const OpAttributes& attributes);
+  std::string describe() const;
+};
+
+// The attributes of a call of `kind` (ops/describe_attributes.cpp), as the IR printer shows them:
+// "name=value" pairs separated by spaces, in the order of the struct's fields; empty for ops
+// without attributes (matmul). Every OpKind has a printer (a test checks it, and the switch lists
+// every kind).
+std::string describe_attributes(OpKind kind, const OpAttributes& attributes);
+inline std::string describe_attributes(const OpCall& call) {
+  return describe_attributes(call.kind, call.attributes);
+}
+
+}  // namespace grove::ops
