@@ -1,5 +1,5 @@
 // DerivedNode: the backward node of a view or copy that core made (not an op).
-// See Note [Core reports views and copies to autograd] in core/autograd_hooks.h.
+// See Note [Core observers] in core/core_observer.h.
 //
 // A view's gradient is the output gradient put back where the view's elements came from:
 //   reshape -> reshape back; permute -> inverse permutation; expand -> sum over broadcast
@@ -9,7 +9,7 @@
 #pragma once
 
 #include "autograd/node.h"
-#include "core/autograd_hooks.h"
+#include "core/core_observer.h"
 
 namespace grove::autograd {
 

@@ -2,14 +2,17 @@
 //
 // Note [Recording the backward graph]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Autograd watches two places, and nothing else records anything:
+// Autograd watches two places, and nothing else records anything. In both it is the observer
+// in autograd's slot, which sees every thread (tracers register per thread instead):
 //   - dispatch, through an OpObserver (Note [Op observers] in ops/dispatch.h): after an op ran,
 //     if grad mode is on and an input requires gradients, on_op() makes an OpNode from the
 //     op's derivative rule, with one edge per input (gradient_edge), saves what the rule asks
 //     for, and makes output 0 that node's output (the other outputs of multi-output ops are
 //     indices, masks or statistics and never require gradients);
-//   - core's views and copies, through CoreAutogradHooks (Note [Core reports views and copies
-//     to autograd] in core/autograd_hooks.h): a DerivedNode per view or copy.
+//   - core's views, copies and writes, through a CoreObserver (Note [Core observers] in
+//     core/core_observer.h), which core calls only when a tensor involved requires gradients:
+//     a DerivedNode per view or copy, and a refusal of Tensor::copy_ and Tensor::fill_ with
+//     grad mode on (they are not recorded; the ops::copy_ and ops::fill_ ops are).
 // In-place ops are recorded like other ops, with the target as both input 0 and output 0: the
 // new node's edge 0 is the target's old history, and the target's history becomes the node
 // ("rebasing"). before_in_place() runs first and refuses what autograd cannot follow:
@@ -28,7 +31,7 @@
 // (as an op input or the source of another view) is refused: take the view again after the
 // change. (PyTorch instead rebuilds the view's history; grove refuses rather than guess.)
 //
-// Registration: a static object below installs both hooks when the program starts. Static
+// Registration: a static object below fills both of autograd's slots when the program starts. Static
 // libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
 // program that links grove_autograd refer to `grove_autograd_installed` (-Wl,--undefined).
 #include <span>
@@ -40,7 +43,7 @@
 #include "autograd/derived_node.h"
 #include "autograd/grad_mode.h"
 #include "autograd/op_node.h"
-#include "core/autograd_hooks.h"
+#include "core/core_observer.h"
 #include "core/error.h"
 
 namespace grove::autograd {
@@ -57,7 +60,7 @@ bool any_requires_grad(std::span<const Tensor> inputs) {
 // the rule saves (see the Note). Indexed by input; undefined entries are saved as they are.
 thread_local std::vector<Tensor> old_inputs;
 
-class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
+class Recorder final : public ops::OpObserver, public CoreObserver {
  public:
   void before_in_place(const ops::OpCall& call) override {
     old_inputs.clear();
@@ -162,7 +165,7 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
   }
 
   void on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
-                  IntArrayRef args) const override {
+                  IntArrayRef args) override {
     if (!GradMode::is_enabled()) {
       // No history, but remember where the view came from: see before_in_place.
       if (kind != DerivedKind::Copy) ensure_meta(result).made_without_grad = true;
@@ -183,22 +186,23 @@ class Recorder final : public ops::OpObserver, public CoreAutogradHooks {
     }
   }
 
-  void before_core_write(const Tensor& target, const Tensor* source,
-                         const char* op) const override {
+  void before_write(const CoreWrite& write) override {
     if (!GradMode::is_enabled()) return;
-    GROVE_CHECK(false, "Tensor::", op, ": writing into ", describe(target),
-                source != nullptr ? std::string(" from ") + describe(*source) : std::string(),
+    GROVE_CHECK(false, "Tensor::", write.name(), ": writing into ", describe(write.target),
+                write.source != nullptr ? std::string(" from ") + describe(*write.source)
+                                        : std::string(),
                 " while grad mode is on and a tensor involved requires gradients; core's "
                 "copies are not recorded. Use ops::",
-                op, "(...), which autograd records, or do it inside an autograd::NoGradGuard");
+                write.name(),
+                "(...), which autograd records, or do it inside an autograd::NoGradGuard");
   }
 };
 
 Recorder recorder;
 
 bool install() {
-  ops::add_op_observer(&recorder);
-  set_core_autograd_hooks(&recorder);
+  ops::set_autograd_op_observer(&recorder);
+  set_autograd_core_observer(&recorder);
   return true;
 }
 

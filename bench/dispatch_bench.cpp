@@ -1,5 +1,6 @@
 // Eager dispatch overhead: an op on 1-element tensors, output allocation included, so the time
-// is all overhead (checks, shape inference, allocation, kernel launch, observers check).
+// is all overhead (checks, shape inference, allocation, kernel launch, observers: autograd's
+// recorder, linked into this program, runs for every op; see Note [Op observers]).
 //
 // Anchor: libtorch 1.13 (Debian) took 0.48-0.81 us median for `a + b` of two 1-element tensors
 // on this machine kind (../shared/anchors/); the goal is at most half of that, measured side by
@@ -7,6 +8,7 @@
 // --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 
 namespace {
@@ -38,6 +40,21 @@ void BM_Relu1Element(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Relu1Element);
+
+// With one thread observer that does nothing (a tracer's cost before it records anything).
+void BM_Add1ElementObserved(benchmark::State& state) {
+  struct Ignore final : grove::ops::OpObserver {
+    void on_op(const grove::ops::OpCall&, const grove::ops::OpOutputs&) override {}
+  } ignore;
+  const grove::ops::OpObserverGuard guard(&ignore);
+  grove::Tensor a = grove::full({1}, 1.5f);
+  grove::Tensor b = grove::full({1}, 2.5f);
+  for (auto _ : state) {
+    grove::Tensor c = a + b;
+    benchmark::DoNotOptimize(c.impl());
+  }
+}
+BENCHMARK(BM_Add1ElementObserved);
 
 // The floor under every op: allocating its output tensor.
 void BM_EmptyOutput1Element(benchmark::State& state) {

@@ -2,12 +2,11 @@
 // printing in tensor_print.cpp.
 #include "core/tensor.h"
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 
-#include "core/autograd_hooks.h"
 #include "core/copy_kernel.h"
+#include "core/core_observer.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/data_ptr.h"
 #include "core/stream.h"
@@ -76,6 +75,7 @@ T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
   check_not_capturing(device(), "item()");
+  const SuspendCoreObservers host_read;  // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
@@ -92,6 +92,7 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_not_capturing(device(), "to_vector()");
+  const SuspendCoreObservers host_read;  // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
@@ -119,20 +120,16 @@ GROVE_INSTANTIATE_HOST_READS(bool)
 
 namespace {
 
-// See Note [Core reports views and copies to autograd].
-void report_write(const Tensor& target, const Tensor* source, const char* op) {
-  if (target.requires_grad() || (source != nullptr && source->requires_grad())) [[unlikely]] {
-    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
-      hooks->before_core_write(target, source, op);
-    }
-  }
+// Core reports an event when a tensor involved requires gradients or the thread has observers;
+// see Note [Core observers].
+bool write_is_observed(const Tensor& target, const Tensor* source) {
+  return target.requires_grad() || (source != nullptr && source->requires_grad()) ||
+         thread_has_core_observers();
 }
 
 void report_copy(const Tensor& source, const Tensor& result) {
-  if (source.requires_grad()) [[unlikely]] {
-    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
-      hooks->on_derived(source, result, DerivedKind::Copy, {});
-    }
+  if (source.requires_grad() || thread_has_core_observers()) [[unlikely]] {
+    report_derived(source, result, DerivedKind::Copy, {});
   }
 }
 
@@ -163,30 +160,46 @@ bool broadcasts_to(IntArrayRef from, IntArrayRef to) {
   return true;
 }
 
+// The copy itself, reporting nothing: copy_ and to(device) report it as one event, and the
+// steps of a copy (the expand of a broadcast source, the clone of a source that overlaps the
+// destination, the staging of a copy between host and device) are not reported at all; see
+// Note [Core observers].
+void copy_unreported(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  GROVE_CHECK(broadcasts_to(src.sizes(), dst.sizes()), "copy_: a source of shape ", src.sizes(),
+              " cannot be broadcast to the destination's shape ", dst.sizes(),
+              " (aligned from the right, each source size must equal the destination's or be 1)");
+  const SuspendCoreObservers steps_of_the_copy;
+  const Tensor source =
+      src.dim() == dst.dim() && src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
+  if (src.device() == dst.device()) {
+    launch_copy(dst, source);
+  } else {
+    cuda_backend::copy_between_devices(dst, source, non_blocking);  // host and CUDA device
+  }
+}
+
 }  // namespace
 
 const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   GROVE_CHECK(src.defined(), "copy_: the source tensor is undefined");
   check_writable(*this, "copy_");
-  report_write(*this, &src, "copy_");
-  GROVE_CHECK(broadcasts_to(src.sizes(), sizes()), "copy_: a source of shape ", src.sizes(),
-              " cannot be broadcast to the destination's shape ", sizes(),
-              " (aligned from the right, each source size must equal the destination's or be 1)");
-  const Tensor source = src.dim() == dim() && src.sizes() == sizes() ? src : src.expand(sizes());
-  if (src.device() == device()) {
-    launch_copy(*this, source);
-  } else {
-    cuda_backend::copy_between_devices(*this, source, non_blocking);  // host and CUDA device
-  }
+  const CoreWrite write{WriteKind::Copy, *this, &src, {}, non_blocking};
+  const bool observed = write_is_observed(*this, &src);
+  if (observed) [[unlikely]] report_before_write(write);
+  copy_unreported(*this, src, non_blocking);
   bump_version();
+  if (observed) [[unlikely]] report_write(write);
   return *this;
 }
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
-  report_write(*this, nullptr, "fill_");
+  const CoreWrite write{WriteKind::Fill, *this, nullptr, value, false};
+  const bool observed = write_is_observed(*this, nullptr);
+  if (observed) [[unlikely]] report_before_write(write);
   launch_fill(*this, value);
   bump_version();
+  if (observed) [[unlikely]] report_write(write);
   return *this;
 }
 
@@ -196,7 +209,7 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(device()));
-  launch_copy(result, *this);
+  copy_unreported(result, *this, false);
   report_copy(*this, result);
   return result;
 }
@@ -204,9 +217,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(Device target, bool non_blocking) const {
   if (target == device()) return *this;
   Tensor result = empty(sizes(), TensorOptions(dtype()).device(target));
-  // The source is detached so that the write check does not see a tensor that requires
-  // gradients; the copy as a whole is reported to autograd below.
-  result.copy_(detach(), non_blocking);
+  copy_unreported(result, *this, non_blocking);  // reported as one Copy below
   report_copy(*this, result);
   return result;
 }
@@ -214,7 +225,7 @@ Tensor Tensor::to(Device target, bool non_blocking) const {
 Tensor Tensor::to(DType target) const {
   if (target == dtype()) return *this;
   Tensor result = empty(sizes(), TensorOptions(target).device(device()));
-  launch_copy(result, *this);
+  copy_unreported(result, *this, false);
   report_copy(*this, result);
   return result;
 }
@@ -227,7 +238,7 @@ Tensor Tensor::pin_memory() const {
   StoragePtr storage = Storage::wrap(cuda_backend::allocate_pinned(bytes), bytes);
   Tensor result(IntrusivePtr<TensorImpl>::make(std::move(storage), dtype(), sizes(),
                                                contiguous_strides(sizes()), 0));
-  launch_copy(result, detach());  // a CPU copy: done when it returns
+  copy_unreported(result, *this, false);  // a CPU copy: done when it returns
   report_copy(*this, result);
   return result;
 }
@@ -240,29 +251,6 @@ Tensor Tensor::detach() const {
   const TensorImpl& self = checked();
   return Tensor(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), self.sizes(),
                                                self.strides(), self.storage_offset()));
-}
-
-// --- autograd hooks ---
-
-namespace {
-std::atomic<const CoreAutogradHooks*> installed_hooks{nullptr};
-thread_local bool hooks_suspended = false;
-}  // namespace
-
-const CoreAutogradHooks* core_autograd_hooks() {
-  return hooks_suspended ? nullptr : installed_hooks.load(std::memory_order_acquire);
-}
-
-SuspendCoreAutogradHooks::SuspendCoreAutogradHooks() : previous_(hooks_suspended) {
-  hooks_suspended = true;
-}
-
-SuspendCoreAutogradHooks::~SuspendCoreAutogradHooks() {
-  hooks_suspended = previous_;
-}
-
-void set_core_autograd_hooks(const CoreAutogradHooks* hooks) {
-  installed_hooks.store(hooks, std::memory_order_release);
 }
 
 // --- factories ---
@@ -287,7 +275,10 @@ void check_sizes(IntArrayRef sizes, const char* op) {
 Tensor filled(IntArrayRef sizes, const Scalar& value, TensorOptions options, const char* op) {
   check_sizes(sizes, op);
   Tensor result = empty(sizes, options.requires_grad(false));
-  result.fill_(value);
+  {
+    const SuspendCoreObservers factory;  // see Note [Core observers]
+    result.fill_(value);
+  }
   if (options.requires_grad()) result.requires_grad_(true);
   return result;
 }
@@ -341,7 +332,7 @@ Tensor empty_like(const Tensor& other) {
 }
 
 Tensor zeros_like(const Tensor& other) {
-  return empty_like(other).zero_();
+  return zeros(other.sizes(), TensorOptions(other.dtype()).device(other.device()));
 }
 
 Tensor arange(double end, TensorOptions options) {
@@ -359,6 +350,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   const auto count = static_cast<std::int64_t>(std::ceil((end - start) / step));
   std::vector<double> values(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = start + step * static_cast<double>(i);
+  const SuspendCoreObservers factory;  // see Note [Core observers]
   return from_vector(values, {}, options.device()).to(options.dtype());
 }
 
@@ -377,6 +369,7 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef sizes, Device devic
   } else if (count > 0) {
     std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
   }
+  const SuspendCoreObservers factory;  // see Note [Core observers]
   return host.to(device);
 }
 

@@ -3,22 +3,20 @@
 #include <algorithm>
 #include <optional>
 
-#include "core/autograd_hooks.h"
+#include "core/core_observer.h"
 #include "core/tensor.h"
 
 namespace grove {
 namespace {
 
-// `kind` and `args` say how the view relates to its base, for autograd; see
-// Note [Core reports views and copies to autograd].
+// `kind` and `args` say how the view relates to its base, for autograd and tracers; see
+// Note [Core observers].
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides,
                  std::int64_t storage_offset, DerivedKind kind, IntArrayRef args = {}) {
   Tensor view(
       IntrusivePtr<TensorImpl>::make(base.storage(), base.dtype(), sizes, strides, storage_offset));
-  if (base.requires_grad()) [[unlikely]] {
-    if (const CoreAutogradHooks* hooks = core_autograd_hooks()) {
-      hooks->on_derived(base, view, kind, args);
-    }
+  if (base.requires_grad() || thread_has_core_observers()) [[unlikely]] {
+    report_derived(base, view, kind, args);
   }
   return view;
 }

@@ -1,21 +1,31 @@
 // dispatch(): the common checks, output allocation, kernel launch and observers of every op.
 #include "ops/dispatch.h"
 
-#include <algorithm>
 #include <atomic>
 #include <sstream>
-#include <vector>
 
-#include "core/autograd_hooks.h"
+#include "core/core_observer.h"
+#include "core/observer_list.h"
 
 namespace grove::ops {
 namespace {
 
-std::vector<OpObserver*>& observers() {
-  static auto* list = new std::vector<OpObserver*>();
-  return *list;
+// See Note [Op observers].
+std::atomic<OpObserver*> autograd_observer{nullptr};
+thread_local constinit ThreadObserverList<OpObserver> thread_observers;
+
+// Calls `notify` on autograd's observer and then on a copy of this thread's list (so that a
+// callback may add or remove observers).
+template <typename Notify>
+void notify_observers(Notify notify) {
+  if (OpObserver* observer = autograd_observer.load(std::memory_order_acquire)) {
+    notify(*observer);
+  }
+  if (!thread_observers.empty()) [[unlikely]] {
+    const ThreadObserverList<OpObserver> list = thread_observers;
+    for (OpObserver* observer : list.observers()) notify(*observer);
+  }
 }
-std::atomic<int> observer_count{0};
 
 constexpr std::string_view kOpNames[] = {
 #define GROVE_OP_NAME(kind, name) name,
@@ -51,18 +61,16 @@ std::string describe_inputs(const OpCall& call) {
   return out.str();
 }
 
+void set_autograd_op_observer(OpObserver* observer) {
+  autograd_observer.store(observer, std::memory_order_release);
+}
+
 void add_op_observer(OpObserver* observer) {
-  GROVE_CHECK(observer != nullptr, "add_op_observer: the observer is null");
-  observers().push_back(observer);
-  observer_count.store(static_cast<int>(observers().size()), std::memory_order_release);
+  thread_observers.add(observer, "add_op_observer");
 }
 
 void remove_op_observer(OpObserver* observer) {
-  auto& list = observers();
-  auto found = std::find(list.begin(), list.end(), observer);
-  GROVE_CHECK(found != list.end(), "remove_op_observer: that observer is not registered");
-  list.erase(found);
-  observer_count.store(static_cast<int>(list.size()), std::memory_order_release);
+  thread_observers.remove(observer, "remove_op_observer");
 }
 
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
@@ -94,9 +102,7 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    target.strides(),
                    "); the result would depend on the order of "
                    "the writes. clone() it first");
-    if (observer_count.load(std::memory_order_acquire) > 0) [[unlikely]] {
-      for (OpObserver* observer : observers()) observer->before_in_place(call);
-    }
+    notify_observers([&](OpObserver& observer) { observer.before_in_place(call); });
     outputs.push_back(target);
   } else {
     for (int i = 0; i < specs.count; ++i) {
@@ -109,14 +115,12 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
   GROVE_OP_CHECK(call, kernel != nullptr, "there is no kernel for ", specs.device,
                  " in this build");
   {
-    const SuspendCoreAutogradHooks internal_views;  // see the class comment
+    const SuspendCoreObservers internal_views;  // see Note [Op observers]
     kernel(call, outputs);
   }
   if (specs.in_place) inputs[0].bump_version();
   // 5. Observers (autograd, tracing).
-  if (observer_count.load(std::memory_order_acquire) > 0) [[unlikely]] {
-    for (OpObserver* observer : observers()) observer->on_op(call, outputs);
-  }
+  notify_observers([&](OpObserver& observer) { observer.on_op(call, outputs); });
   return outputs;
 }
 

@@ -8,27 +8,43 @@
 //   3. allocates the outputs through the caching allocator (or, for in-place ops, returns
 //      input 0 and bumps its version);
 //   4. launches the device's kernel on the current stream (recorded while it captures);
-//   5. tells every OpObserver about the call. This is where autograd records its graph and
-//      where tracing records ops: see Note [Op observers].
+//   5. tells the op observers about the call: autograd's, which records the backward graph,
+//      and the calling thread's, such as a tracer; see Note [Op observers].
 // Kernels for a device that has none yet fail with a clear error, never a crash.
 //
 // Note [Op observers]
 // ~~~~~~~~~~~~~~~~~~~
 // Autograd and tracing see every op through one interface instead of calls sprinkled over the
-// ops: an OpObserver registered with add_op_observer() gets on_op(call, outputs) after each
-// kernel launch, on the calling thread, in registration order. It may attach data to the
-// outputs (autograd's grad_fn) but must not change their values. In-place ops also call
-// before_in_place(call) after the argument checks and before the kernel writes input 0: the
-// last moment to refuse the write (autograd refuses in-place writes into leaves that require
-// gradients) or to keep the old values. Registering and removing
-// observers is not synchronised with running ops: do it while no other thread dispatches.
-// With no observer registered the cost is one relaxed atomic load per op.
+// ops: an OpObserver gets on_op(call, outputs) after each kernel launch, on the thread that
+// called the op. It may attach data to the outputs (autograd's grad_fn) but must not change
+// their values. In-place ops also call before_in_place(call) after the argument checks and
+// before the kernel writes input 0: the last moment to refuse the write (autograd refuses
+// in-place writes into leaves that require gradients) or to keep the old values.
+// An observer sits in one of two places:
+//   - autograd's slot, one for the process (set_autograd_op_observer, installed when the
+//     program starts): it sees every op of every thread, and is called first;
+//   - the calling thread's list (add_op_observer, OpObserverGuard): an observer sees the ops of
+//     the thread that registered it and of no other, after autograd's, in registration order.
+//     Tree managers and traces belong to one thread: a data-loader thread's ops must never
+//     reach a trace being recorded on the main thread.
+// Autograd has a process-wide slot rather than a registration per thread because gradients are
+// recorded on every thread that runs ops, threads grove never sees start included; registering
+// it lazily on each thread would cost the same per-op test and hide the rule in a side effect.
+// Core's views, copies and writes reach the same two kinds of observer through core's own
+// interface: Note [Core observers] in core/core_observer.h. Dispatch suspends core's reports
+// while a kernel runs (the views a kernel makes of its inputs are not the user's); the op
+// observers see the op as a whole.
+// Registering is per thread and needs no lock; adding or removing an observer from inside a
+// callback applies from the next op. With no observer anywhere the cost is one atomic load
+// (autograd's slot) and one thread-local read per op; with autograd linked in, the recorder's
+// on_op runs for every op and returns at once unless an input requires gradients.
 #pragma once
 
 #include <array>
 #include <initializer_list>
 #include <span>
 
+#include "core/observer_list.h"
 #include "core/rng.h"
 #include "core/tensor.h"
 #include "ops/op_kind.h"
@@ -116,10 +132,17 @@ class OpObserver {
   // In-place ops only: called before the kernel overwrites input 0. May throw to refuse.
   virtual void before_in_place(const OpCall& /*call*/) {}
 };
+
+// Autograd's slot: null, or the one observer that sees every op of every thread. Set once by
+// autograd when the program starts.
+void set_autograd_op_observer(OpObserver* observer);
+
+// Registers `observer` for the calling thread only (at most kMaxThreadObservers per thread);
+// remove it on the same thread.
 void add_op_observer(OpObserver* observer);
 void remove_op_observer(OpObserver* observer);
 
-// Registers an observer for the guard's lifetime.
+// Registers an observer on this thread for the guard's lifetime.
 class OpObserverGuard {
  public:
   explicit OpObserverGuard(OpObserver* observer) : observer_(observer) {

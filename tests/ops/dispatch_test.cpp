@@ -2,6 +2,9 @@
 // ops captured on the CPU stream replaying like eager.
 #include "ops/dispatch.h"
 
+#include <thread>
+
+#include "core/core_observer.h"
 #include "core/device_graph.h"
 #include "op_test_util.h"
 #include "ops/elementwise.h"
@@ -71,6 +74,73 @@ TEST(Dispatch, SeveralObserversRunInRegistrationOrder) {
 TEST(Dispatch, RemovingAnUnknownObserverIsAnError) {
   RecordingObserver observer;
   EXPECT_THAT(error_of([&] { remove_op_observer(&observer); }), HasSubstr("not registered"));
+}
+
+// Op observers are per thread (Note [Op observers]): a data-loader thread's ops never reach a
+// trace being recorded on another thread.
+TEST(Dispatch, AnObserverSeesOnlyTheOpsOfItsOwnThread) {
+  const Tensor x = random_tensor({2, 3});
+  RecordingObserver main_observer;
+  RecordingObserver worker_observer;
+  const OpObserverGuard guard(&main_observer);
+  std::thread worker([&] {
+    (void)exp(x);  // seen by nobody
+    const OpObserverGuard worker_guard(&worker_observer);
+    (void)neg(x);
+    (void)relu(x);
+  });
+  worker.join();
+  EXPECT_TRUE(main_observer.seen.empty());
+  ASSERT_EQ(worker_observer.seen.size(), 2u);
+  EXPECT_EQ(worker_observer.seen[0].kind, OpKind::Neg);
+  EXPECT_EQ(worker_observer.seen[1].kind, OpKind::Relu);
+  (void)add(x, x);
+  ASSERT_EQ(main_observer.seen.size(), 1u);
+  EXPECT_EQ(main_observer.seen[0].kind, OpKind::Add);
+  EXPECT_EQ(worker_observer.seen.size(), 2u);
+}
+
+TEST(Dispatch, AnObserverIsRemovedOnTheThreadThatAddedIt) {
+  RecordingObserver observer;
+  const OpObserverGuard guard(&observer);
+  std::string error;
+  std::thread([&] { error = error_of([&] { remove_op_observer(&observer); }); }).join();
+  EXPECT_THAT(error, HasSubstr("remove_op_observer: that observer is not registered on this "
+                               "thread (observers are per thread"));
+}
+
+void infer_same_as_input(const OpCall& call, OutputSpecs& outputs);
+
+// A kernel that makes views and copies of its input and writes its output through core.
+void kernel_with_internal_views(const OpCall& call, const OpOutputs& outputs) {
+  outputs[0].copy_(call.input(0).t().contiguous().t().to(DType::Float64));
+  outputs[0].narrow(0, 0, 1).fill_(-1);
+}
+
+// What a kernel does through core is its own business: core observers see nothing of it, op
+// observers see the op (Note [Op observers]).
+TEST(Dispatch, CoreObserversSeeNothingFromInsideAKernel) {
+  struct CountingCoreObserver final : CoreObserver {
+    void on_derived(const Tensor&, const Tensor&, DerivedKind, IntArrayRef) override { ++events; }
+    void before_write(const CoreWrite&) override { ++events; }
+    void on_write(const CoreWrite&) override { ++events; }
+    int events = 0;
+  } core_observer;
+  RecordingObserver op_observer;
+  const OpEntry entry{OpKind::Relu, infer_same_as_input, kernel_with_internal_views, nullptr};
+  const Tensor x = from_vector<float>({1, 2, 3, 4}, {2, 2});
+  OpOutputs outputs;
+  {
+    const CoreObserverGuard core_guard(&core_observer);
+    const OpObserverGuard op_guard(&op_observer);
+    outputs = dispatch(entry, {x});
+    EXPECT_EQ(core_observer.events, 0);
+    (void)outputs[0].t();  // outside the kernel: seen
+  }
+  EXPECT_EQ(core_observer.events, 1);
+  ASSERT_EQ(op_observer.seen.size(), 1u);
+  EXPECT_TRUE(op_observer.seen[0].outputs[0].is_alias_of(outputs[0]));
+  EXPECT_EQ(outputs[0].to_vector<float>(), (std::vector<float>{-1, -1, 3, 4}));
 }
 
 void infer_same_as_input(const OpCall& call, OutputSpecs& outputs) {
