@@ -96,15 +96,28 @@ TreeManager::TreeManager(Device device, TreeOptions options)
     : device_(device),
       options_(options),
       thread_(std::this_thread::get_id()),
-      stream_(new_stream(device)),
-      pool_(allocator_for(device).create_pool()) {}
+      stream_(new_stream(device, "graph-tree managers")) {
+  try {
+    pool_ = allocator_for(device).create_pool();
+  } catch (...) {
+    release_stream(stream_);
+    throw;
+  }
+}
 
+// See Note [A tree manager gives back what it holds] in tree_manager.h.
 TreeManager::~TreeManager() {
   try {
     reset_trees();
     allocator_for(device_).release_pool(pool_);
   } catch (const Error& error) {
     std::fprintf(stderr, "grove: error while destroying a tree manager: %s\n", error.what());
+  }
+  try {
+    release_stream(stream_);
+  } catch (const Error& error) {
+    std::fprintf(stderr, "grove: error while giving back a tree manager's stream: %s\n",
+                 error.what());
   }
 }
 

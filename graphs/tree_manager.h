@@ -39,6 +39,14 @@
 // block on the caller's stream, runs after the replay. Eager fallbacks run on the caller's
 // stream and need no waits of their own, but get them anyway, being top-level calls.
 //
+// Note [A tree manager gives back what it holds]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A manager holds, per device, one stream (new_stream), one private pool and its recorded
+// graphs. Destroying it frees the graphs, poisons the outputs still held (as reset_trees does),
+// releases the pool and gives the stream back (Note [Streams are handed out and given back] in
+// core/stream.h), so a process may create and destroy any number of managers. The events that
+// order the caller's stream with the manager's belong to the calling thread and go with it.
+//
 // Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
 // called on the thread whose manager made it. Errors a user can cause throw grove::Error;
 // fallbacks to eager are logged once per function with their reason, counted, and can be made
