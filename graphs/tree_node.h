@@ -18,6 +18,7 @@
 
 #include "core/caching_allocator.h"
 #include "core/storage.h"
+#include "graphs/output_producers.h"
 #include "graphs/tree_types.h"
 
 namespace grove::graphs {
@@ -41,7 +42,8 @@ class PoolRanges {
 // What the manager knows about one function (one input signature of a managed callable).
 struct FunctionInfo {
   int id = 0;
-  const WrappedFunction* wrapped = nullptr;  // shared by all signatures of one callable
+  int added_id = 0;                          // the add_function call it belongs to
+  const WrappedFunction* wrapped = nullptr;  // shared by all signatures of one added function
   int signature_index = 0;                   // 0 for the first signature seen
   std::vector<int> mutated_inputs;           // declared plus detected during warm-up
   bool warmed_up = false;
@@ -76,6 +78,9 @@ class TreeNode {
     output_refs_[index] = StorageWeakRef(storage);
   }
 
+  // The op that made output `index` (Note [Which op made an output]), or "" if unknown.
+  const std::string& output_producer(std::size_t index) const;
+
   // Live output storages of the whole path, each once.
   std::vector<StoragePtr> path_live_storages() const;
   virtual bool all_outputs_are_dead() const;
@@ -88,6 +93,7 @@ class TreeNode {
 
  protected:
   std::vector<StorageWeakRef> output_refs_;
+  std::vector<std::string> output_producers_;  // per output; may be shorter
 
  private:
   Kind kind_;
@@ -106,7 +112,8 @@ class WarmupNode final : public TreeNode {
       : TreeNode(Kind::Warmup, id, function, parent) {}
   // Remembers which outputs were made in the pool (not inputs passed through, not outputs of
   // earlier nodes). Throws for an output that is none of these (memory the trees cannot own).
-  void track_outputs(const TensorList& inputs, const TensorList& outputs, const PoolRanges& pool);
+  void track_outputs(const TensorList& inputs, const TensorList& outputs, const PoolRanges& pool,
+                     const ProducerScope& producers);
 };
 
 // Start of a tensor's element 0, without the access check (for address comparisons).

@@ -8,12 +8,11 @@ namespace grove::graphs {
 namespace {
 
 using TreeGeneration = testing::TreeTest;
-using testing::add;
+using ops::add;
 using testing::any_warning_contains;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::values;
 using testing::with_manager;
 
@@ -21,13 +20,15 @@ WrappedFunction twice(std::string name, FunctionMode mode = FunctionMode::Infere
   WrappedFunction function;
   function.name = std::move(name);
   function.mode = mode;
-  function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+  function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
   return function;
 }
 
 void expect_poisoned(const Tensor& tensor, const std::string& function_name) {
   const std::string message = error_of([&] { tensor.to_vector<float>(); });
   EXPECT_THAT(message, HasSubstr("output 0 of graphed function '" + function_name + "'"));
+  // Note [Which op made an output]: ops::mul, seen in the warm-up and in the recording.
+  EXPECT_THAT(message, HasSubstr("made by op 'mul'"));
   EXPECT_THAT(message, HasSubstr("clone()"));
   EXPECT_THAT(message, HasSubstr("mark_step_begin()"));
 }

@@ -16,7 +16,6 @@ using TreeLifetime = testing::TreeTest;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::test_options;
 using testing::values;
 using testing::with_manager;
@@ -24,7 +23,7 @@ using testing::with_manager;
 WrappedFunction doubled() {
   WrappedFunction function;
   function.name = "doubled";
-  function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+  function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
   return function;
 }
 
@@ -83,6 +82,65 @@ TEST_F(TreeLifetime, RunningOutOfStreamsNamesTheManagersThatHoldThem) {
   EXPECT_EQ(streams_in_use(kCPU), streams_before);
   TreeManager another(kCPU);  // the streams are back
   EXPECT_EQ(streams_in_use(kCPU), streams_before + 1);
+}
+
+TEST_F(TreeLifetime, ReleasingTheLastFunctionFreesThePoolAndPoisonsHeldOutputs) {
+  with_manager([](TreeManager& manager) {
+    std::optional<ManagedFunction> f = manager.add_function(doubled());
+    Tensor held;
+    for (int call = 0; call < 3; ++call) held = (*f)({filled(4, 1.0f)})[0];
+    ManagedFunction copy = *f;  // copies share one handle
+    const PoolId pool = manager.pool();
+    f.reset();
+    EXPECT_EQ(manager.num_graph_nodes(), 1u);  // a copy is still alive
+    copy = ManagedFunction();
+    EXPECT_FALSE(allocator_for(testing::kTestDevice).pool_exists(pool));
+    EXPECT_EQ(manager.num_graph_nodes(), 0u);
+    EXPECT_THAT(error_of([&] { held.to_vector<float>(); }),
+                HasSubstr("graphed function 'doubled'"));
+    // The manager stays usable.
+    ManagedFunction g = manager.add_function(doubled());
+    for (int call = 0; call < 3; ++call) {
+      EXPECT_EQ(values(g({filled(2, 3.0f)})[0]), std::vector<float>(2, 6.0f));
+    }
+    EXPECT_EQ(manager.counters().replays, 2u);
+  });
+}
+
+TEST_F(TreeLifetime, ReleasingOneFunctionFreesItsRecordingsAndClosureOnly) {
+  with_manager([](TreeManager& manager) {
+    auto token = std::make_shared<int>(0);  // kept in f's closure
+    WrappedFunction function = doubled();
+    function.name = "f";
+    function.callable = [token](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
+    std::optional<ManagedFunction> f = manager.add_function(std::move(function));
+    ManagedFunction g = manager.add_function(doubled());
+    for (int step = 0; step < 3; ++step) {
+      (*f)({filled(2, 1.0f)});
+      g({filled(2, 1.0f)});
+    }
+    ASSERT_EQ(manager.roots().size(), 2u);
+    EXPECT_EQ(token.use_count(), 2);
+    f.reset();
+    EXPECT_EQ(token.use_count(), 1);  // the closure is gone
+    ASSERT_EQ(manager.roots().size(), 1u);
+    EXPECT_EQ(manager.roots().begin()->second.front()->function().wrapped->name, "doubled");
+    const std::uint64_t replays = manager.counters().replays;
+    EXPECT_EQ(values(g({filled(2, 5.0f)})[0]), std::vector<float>(2, 10.0f));
+    EXPECT_EQ(manager.counters().replays, replays + 1);
+  });
+}
+
+TEST_F(TreeLifetime, AHandleDroppedOnAnotherThreadIsReleasedAtTheNextCall) {
+  with_manager([](TreeManager& manager) {
+    std::optional<ManagedFunction> f = manager.add_function(doubled());
+    ManagedFunction g = manager.add_function(doubled());
+    for (int call = 0; call < 3; ++call) (*f)({filled(2, 1.0f)});
+    std::thread([&] { f.reset(); }).join();
+    EXPECT_EQ(manager.num_graph_nodes(), 1u);  // not yet: the manager's thread was busy
+    g({filled(3, 1.0f)});
+    EXPECT_EQ(manager.num_graph_nodes(), 0u);
+  });
 }
 
 }  // namespace
