@@ -1,11 +1,13 @@
 // TreeManager: the state machine that decides, per call, between warm-up, recording, replay and
 // eager fallback. See tree_manager.h; the reference design is PyTorch's cudagraph_trees.py.
+// Elsewhere: the fallbacks (tree_fallback.cpp), ending paths and the pool's memory
+// (tree_paths.cpp), handles and releasing functions (tree_release.cpp), the per-signature
+// function cache (function_cache.cpp).
 #include "graphs/tree_manager.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
-#include <set>
 
 #include "graphs/generation.h"
 #include "graphs/pool_scope.h"
@@ -30,26 +32,6 @@ const char* state_name(PathState state) {
       return "recording";
     case PathState::Execution:
       return "execution";
-  }
-  return "?";
-}
-
-const char* fallback_reason_name(FallbackReason reason) {
-  switch (reason) {
-    case FallbackReason::DynamicShapes:
-      return "dynamic shapes";
-    case FallbackReason::UncapturedSize:
-      return "uncaptured size";
-    case FallbackReason::MutatedInput:
-      return "mutated inputs";
-    case FallbackReason::MutatedGraphOutput:
-      return "mutated graph output";
-    case FallbackReason::CaptureFailed:
-      return "capture failed";
-    case FallbackReason::RerecordLimit:
-      return "re-record limit";
-    case FallbackReason::WarmupChainLimit:
-      return "warm-up chain limit";
   }
   return "?";
 }
@@ -278,129 +260,6 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
   return record(function, inputs);
 }
 
-std::optional<TreeManager::Fallback> TreeManager::eager_fallback(FunctionInfo& function,
-                                                                 const TensorList& inputs) {
-  const int limit = options_.dynamic_shape_warn_limit;
-  if (options_.skip_dynamic_graphs && limit > 0 && function.signature_index >= limit) {
-    return Fallback{FallbackReason::DynamicShapes,
-                    str("signature ", function.signature_index + 1, " of '", function.wrapped->name,
-                        "' is past the limit of ", limit,
-                        " recorded signatures (TreeOptions::skip_dynamic_graphs)")};
-  }
-  const Position position{node_key(), function.id};
-  if (auto failed = capture_failures_.find(position); failed != capture_failures_.end()) {
-    return failed->second;
-  }
-  auto mutation = mutation_fallbacks_.find(position);
-  if (mutation == mutation_fallbacks_.end()) {
-    mutation = mutation_fallbacks_.emplace(position, mutation_fallback(function, inputs)).first;
-  }
-  if (mutation->second) return mutation->second;
-  auto rerecorded = rerecords_.find(position);
-  if (rerecorded != rerecords_.end() && rerecorded->second > options_.rerecord_limit) {
-    return Fallback{FallbackReason::RerecordLimit,
-                    str("'", function.label(), "' was re-recorded more than ",
-                        options_.rerecord_limit, " times at this tree position")};
-  }
-  return std::nullopt;
-}
-
-std::optional<TreeManager::Fallback> TreeManager::mutation_fallback(
-    const FunctionInfo& function, const TensorList& inputs) const {
-  for (int i : function.mutated_inputs) {
-    if (i < 0 || i >= static_cast<int>(inputs.size())) continue;
-    const Tensor& input = inputs[static_cast<std::size_t>(i)];
-    if (!input.defined() || contains(function.wrapped->static_input_indices, i)) continue;
-    if (current_ != nullptr && current_->find_path_output(input)) {
-      if (!options_.forbid_graph_output_mutation) continue;
-      return Fallback{FallbackReason::MutatedGraphOutput,
-                      str("'", function.label(), "' writes to input ", i,
-                          ", an output of an earlier graph on this path, and "
-                          "TreeOptions::forbid_graph_output_mutation is set, so the function "
-                          "runs eagerly")};
-    }
-    return Fallback{FallbackReason::MutatedInput,
-                    str("'", function.label(), "' writes to input ", i,
-                        ", which is neither a static input nor an output of an earlier graph on "
-                        "this path; a graph would write to its own copy, so the function runs "
-                        "eagerly")};
-  }
-  return std::nullopt;
-}
-
-// --- ending paths and generations ---
-
-void TreeManager::try_end_path(FunctionInfo& function) {
-  if (can_start_new_generation()) {
-    end_generation();
-  } else if (current_->all_outputs_are_dead()) {
-    clear_path();
-  } else {
-    warn_pending_backwards(function);
-  }
-}
-
-void TreeManager::try_end_execution() {
-  if (current_ == nullptr) return;
-  if (can_start_new_generation()) {
-    end_generation();
-  } else if (current_->all_outputs_are_dead()) {
-    clear_path();
-  }
-}
-
-void TreeManager::end_generation() {
-  std::set<const Storage*> done;
-  for (const TreeNode* node : current_->path()) {
-    const auto& refs = node->output_refs();
-    for (std::size_t i = 0; i < refs.size(); ++i) {
-      StoragePtr storage = refs[i].lock();
-      if (!storage || !done.insert(storage.get()).second) continue;
-      const std::string& producer = node->output_producer(i);
-      storage->set_access_error(
-          str("this tensor is output ", i, " of graphed function '", node->function().label(),
-              "' (", node->kind() == TreeNode::Kind::Graph ? "graph" : "warm-up", " node ",
-              node->id(), producer.empty() ? std::string() : str(", made by op '", producer, "'"),
-              ") from an earlier step, and a later call has since reused its memory. "
-              "Keep an output across calls by clone()-ing it before the next call, or call "
-              "graphs::mark_step_begin() before each iteration so that steps end where you say."));
-      storage->free_and_remove_deleter();
-      ++counters_.poisoned_outputs;
-    }
-  }
-  ++counters_.generations;
-  clear_path();
-}
-
-void TreeManager::clear_path() {
-  current_ = nullptr;
-  state_ = PathState::None;
-  warmup_chain_.clear();
-}
-
-void TreeManager::warn_pending_backwards(FunctionInfo& function) {
-  if (function.warned_pending_backward || !in_new_invocation()) return;
-  std::vector<const TreeNode*> repeats;
-  for (const TreeNode* node : current_->path()) {
-    if (node->function().id == function.id) repeats.push_back(node);
-  }
-  if (repeats.size() <= 1) return;
-  // The same function under the same parent again and again: a loop that never replays.
-  std::set<int> parent_functions;
-  repeats.push_back(current_);
-  for (const TreeNode* node : repeats) {
-    if (node->parent() != nullptr) parent_functions.insert(node->parent()->function().id);
-  }
-  if (parent_functions.size() == repeats.size() - 1) return;
-  function.warned_pending_backward = true;
-  warn(str("graphed function '", function.label(),
-           "' cannot reach the fast path (replaying "
-           "its graphs): a forward is still waiting for its backward, so each call extends the "
-           "current path instead of starting a new step. Run the backward, use "
-           "FunctionMode::Inference for calls that have none, or call "
-           "graphs::mark_step_begin() before each iteration."));
-}
-
 // --- the four ways to run ---
 
 TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs) {
@@ -483,53 +342,6 @@ TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
   return outputs;
 }
 
-TensorList TreeManager::run_eagerly(const WrappedFunction& wrapped, const std::string& label,
-                                    const Fallback& fallback, const TensorList& inputs) {
-  const char* reason = fallback_reason_name(fallback.reason);
-  GROVE_CHECK(!options_.or_error, "graphed function '", label, "' cannot run as a graph: ", reason,
-              ": ", fallback.why,
-              " (TreeOptions::or_error is set, so this is an error instead of an eager fallback)");
-  if (warned_fallbacks_.emplace(fallback.reason, label).second) {
-    warn(str("running graphed function '", label, "' eagerly: ", reason, ": ", fallback.why));
-  }
-  ++counters_.eager_fallbacks;
-  ++counters_.fallbacks[fallback.reason];
-  return wrapped.callable(inputs);
-}
-
-void TreeManager::apply_checkpoint() {
-  GROVE_INTERNAL_ASSERT(current_ != nullptr && current_->kind() == TreeNode::Kind::Graph,
-                        "a checkpoint needs a recorded current node");
-  const auto* node = static_cast<const GraphNode*>(current_);
-  std::vector<StoragePtr> live = node->path_live_storages();
-  std::vector<Storage*> raw;
-  std::vector<void*> live_addresses;
-  raw.reserve(live.size());
-  for (const StoragePtr& storage : live) {
-    raw.push_back(storage.get());
-    live_addresses.push_back(storage->unchecked_data());
-  }
-  // Every block the allocator still counts as allocated in the pool must belong to a live path
-  // output; anything else is owned by a tensor the trees do not know of (kept in a function's
-  // closure, say), and restoring the checkpoint would hand its memory to somebody else.
-  CachingAllocator& allocator = allocator_for(device_);
-  for (const SegmentInfo& segment : allocator.snapshot(pool_)) {
-    for (const BlockInfo& block : segment.blocks) {
-      const auto* address = reinterpret_cast<void*>(block.address);
-      GROVE_CHECK(!block.allocated || std::find(live_addresses.begin(), live_addresses.end(),
-                                                address) != live_addresses.end(),
-                  "graph trees: a block of the graph pool (", block.size,
-                  " bytes) is held by a "
-                  "tensor that is not an output of the current path, for example one kept in a "
-                  "graphed function's closure. Graphed functions must return what they allocate "
-                  "and keep no tensors from their calls; the graphs cannot keep its memory safe.");
-    }
-  }
-  allocator.set_checkpoint_pool_state(node->checkpoint(), raw);
-  ++counters_.checkpoints;
-  check_pool("after restoring a checkpoint");
-}
-
 // --- helpers ---
 
 std::vector<std::unique_ptr<GraphNode>>& TreeManager::siblings_for(int function_id) {
@@ -542,34 +354,6 @@ std::vector<std::unique_ptr<GraphNode>>& TreeManager::siblings_for(int function_
 void TreeManager::warn(const std::string& message) {
   warnings_.push_back(message);
   if (options_.print_warnings) std::fprintf(stderr, "grove: warning: %s\n", message.c_str());
-}
-
-void TreeManager::check_pool(const char* when) const {
-  if (!options_.debug_checks) return;
-  std::vector<void*> expected;
-  if (current_ != nullptr) {
-    for (const StoragePtr& storage : current_->path_live_storages()) {
-      expected.push_back(storage->unchecked_data());
-    }
-  }
-  std::string report;
-  GROVE_CHECK(allocator_for(device_).check_pool_live_allocations(pool_, expected, &report),
-              "graph-tree pool accounting failed ", when, ": ", report,
-              ". Memory of the pool is held by something the trees do not track (for example "
-              "a tensor kept in a function's closure).");
-}
-
-void TreeManager::reset_trees() {
-  if (current_ != nullptr) end_generation();
-  clear_path();
-  roots_.clear();  // destroys every graph node and its device graph
-  for (FunctionInfo& function : functions_.functions()) function.warmed_up = false;
-  mutation_fallbacks_.clear();
-  capture_failures_.clear();
-  rerecords_.clear();
-  CachingAllocator& allocator = allocator_for(device_);
-  allocator.release_pool(pool_);
-  pool_ = allocator.create_pool();
 }
 
 TreeManager& tree_manager(Device device) {
