@@ -17,7 +17,8 @@
 //
 // Generations (generation.h): when a new top-level invocation (or mark_step_begin) starts and no
 // forward waits for its backward, the current path ends. Its outputs still held by the user are
-// freed and poisoned: touching one throws an error naming the function and output.
+// freed and poisoned: touching one throws an error naming the function, the output and the op
+// that made it (Note [Which op made an output] in output_producers.h).
 //
 // Note [Fresh output handles on every replay]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
