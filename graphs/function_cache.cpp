@@ -59,9 +59,9 @@ int FunctionCache::add(WrappedFunction function) {
   GROVE_CHECK(static_cast<bool>(function.callable), "add_function: the function '", function.name,
               "' has no callable");
   for (const std::vector<std::int64_t>& sizes : function.capture_sizes) {
-    GROVE_CHECK(sizes.size() == function.dynamic_dims.size(), "add_function: an entry of '",
-                function.name, "''s capture_sizes has ", sizes.size(),
-                " sizes, but the function has ", function.dynamic_dims.size(),
+    GROVE_CHECK(sizes.size() == function.dynamic_dims.size(), "add_function: '", function.name,
+                "': an entry of capture_sizes has ", sizes.size(), " sizes, but the function has ",
+                function.dynamic_dims.size(),
                 " dynamic_dims; give one size per dynamic dim (dynamic_dims = {{input, dim}} "
                 "names the dimension whose size changes)");
   }

@@ -96,7 +96,7 @@ bool TreeManager::backward_still_pending() const {
 
 // --- the call path ---
 
-TensorList TreeManager::run(int added_id, TensorList inputs) {
+TensorList TreeManager::run(int added_id, TensorList inputs, const std::source_location& where) {
   GROVE_CHECK(std::this_thread::get_id() == thread_,
               "a managed function must be called on the "
               "thread whose tree manager created it (managers are per device and per thread)");
@@ -112,6 +112,7 @@ TensorList TreeManager::run(int added_id, TensorList inputs) {
     GROVE_CHECK(!inputs[i].defined() || inputs[i].device() == device_, "graphed function: input ",
                 i, " is on ", inputs[i].device(), " but this tree manager runs on ", device_);
   }
+  call_site_ = where;
   ++running_;
   TensorList outputs;
   try {
@@ -289,6 +290,7 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
              "treats it as mutated from now on (list it to silence this warning)"));
   }
   node->track_outputs(inputs, outputs, PoolRanges(device_, pool_), producers);
+  node->set_call_site(call_site_);
   function.warmed_up = true;
   current_ = node.get();
   warmup_chain_.push_back(std::move(node));
@@ -320,6 +322,7 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
     return run_eagerly(*function.wrapped, function.label(), fallback, inputs);
   }
   ++next_graph_id_;
+  node->set_call_site(call_site_);
   GraphNode* recorded = node.get();
   siblings_for(function.id).push_back(std::move(node));
   current_ = recorded;
@@ -335,6 +338,7 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
 TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
   const std::uint64_t generation = current_generation();
   TensorList outputs = node.replay(inputs);  // may throw (a poisoned input): state unchanged
+  node.set_call_site(call_site_);
   current_ = &node;
   state_ = PathState::Execution;
   current_generation_ = generation;

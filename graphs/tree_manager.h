@@ -80,6 +80,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -100,7 +101,9 @@ class TreeManager;
 class ManagedFunction {
  public:
   ManagedFunction() = default;
-  TensorList operator()(TensorList inputs) const;
+  // `where` is the caller's source location, named by the error of an output kept too long.
+  TensorList operator()(TensorList inputs,
+                        std::source_location where = std::source_location::current()) const;
   int id() const;
 
  private:
@@ -156,7 +159,7 @@ class TreeManager {
     std::string why;
   };
 
-  TensorList run(int added_id, TensorList inputs);
+  TensorList run(int added_id, TensorList inputs, const std::source_location& where);
   // See Note [The caller's stream and the manager's stream].
   void wait_for_callers_stream() const;
   void wait_for_manager_stream() const;
@@ -202,8 +205,9 @@ class TreeManager {
   PoolId pool_;
 
   FunctionCache functions_;
-  int live_functions_ = 0;  // added functions not yet released
-  int running_ = 0;         // calls of run() under way on this manager (releases wait for 0)
+  int live_functions_ = 0;          // added functions not yet released
+  std::source_location call_site_;  // of the top-level call under way
+  int running_ = 0;  // calls of run() under way on this manager (releases wait for 0)
   std::vector<int> deferred_releases_;
   std::map<int, std::vector<std::unique_ptr<GraphNode>>> roots_;
   std::vector<std::unique_ptr<WarmupNode>> warmup_chain_;  // warm-up nodes of the current path

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,10 @@ class TreeNode {
 
   // The op that made output `index` (Note [Which op made an output]), or "" if unknown.
   const std::string& output_producer(std::size_t index) const;
+  // Where the outputs handed out last by this node were asked for: the source location of the
+  // top-level call that ran it (its warm-up, recording or latest replay).
+  const std::source_location& call_site() const { return call_site_; }
+  void set_call_site(const std::source_location& where) { call_site_ = where; }
 
   // Live output storages of the whole path, each once.
   std::vector<StoragePtr> path_live_storages() const;
@@ -94,6 +99,7 @@ class TreeNode {
  protected:
   std::vector<StorageWeakRef> output_refs_;
   std::vector<std::string> output_producers_;  // per output; may be shorter
+  std::source_location call_site_;
 
  private:
   Kind kind_;

@@ -8,6 +8,19 @@
 #include "graphs/tree_manager.h"
 
 namespace grove::graphs {
+namespace {
+
+// ", returned by the call at tree_generation_test.cpp:40" (the file's name without its folders).
+std::string call_site(const TreeNode& node) {
+  const std::source_location& where = node.call_site();
+  if (where.line() == 0) return "";
+  const std::string_view file = where.file_name();
+  const std::size_t slash = file.find_last_of("/\\");
+  return str(", returned by the call at ",
+             slash == std::string_view::npos ? file : file.substr(slash + 1), ":", where.line());
+}
+
+}  // namespace
 
 void TreeManager::try_end_path(FunctionInfo& function) {
   if (can_start_new_generation()) {
@@ -36,13 +49,13 @@ void TreeManager::end_generation() {
       StoragePtr storage = refs[i].lock();
       if (!storage || !done.insert(storage.get()).second) continue;
       const std::string& producer = node->output_producer(i);
-      storage->set_access_error(
-          str("this tensor is output ", i, " of graphed function '", node->function().label(),
-              "' (", node->kind() == TreeNode::Kind::Graph ? "graph" : "warm-up", " node ",
-              node->id(), producer.empty() ? std::string() : str(", made by op '", producer, "'"),
-              ") from an earlier step, and a later call has since reused its memory. "
-              "Keep an output across calls by clone()-ing it before the next call, or call "
-              "graphs::mark_step_begin() before each iteration so that steps end where you say."));
+      storage->set_access_error(str(
+          "this tensor is output ", i, " of graphed function '", node->function().label(), "' (",
+          node->kind() == TreeNode::Kind::Graph ? "graph" : "warm-up", " node ", node->id(),
+          producer.empty() ? std::string() : str(", made by op '", producer, "'"), call_site(*node),
+          ") from an earlier step, and a later call has since reused its memory. "
+          "Keep an output across calls by clone()-ing it before the next call, or call "
+          "graphs::mark_step_begin() before each iteration so that steps end where you say."));
       storage->free_and_remove_deleter();
       ++counters_.poisoned_outputs;
     }

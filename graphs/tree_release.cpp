@@ -42,7 +42,7 @@ struct ManagedFunction::Handle {
   }
 };
 
-TensorList ManagedFunction::operator()(TensorList inputs) const {
+TensorList ManagedFunction::operator()(TensorList inputs, std::source_location where) const {
   GROVE_CHECK(handle_ != nullptr,
               "this ManagedFunction is empty; get one from "
               "TreeManager::add_function");
@@ -53,7 +53,7 @@ TensorList ManagedFunction::operator()(TensorList inputs) const {
                 "destroyed, or the thread that owned it ended); add the function to a live "
                 "manager");
   }
-  return handle_->manager->run(handle_->added_id, std::move(inputs));
+  return handle_->manager->run(handle_->added_id, std::move(inputs), where);
 }
 
 int ManagedFunction::id() const {

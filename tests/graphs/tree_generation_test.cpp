@@ -37,11 +37,15 @@ TEST_F(TreeGeneration, AnOutputKeptAcrossANewCallIsPoisoned) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     Tensor warmup_output = f({filled(2, 1.0f)})[0];
+    const int recording_line = __LINE__ + 1;
     Tensor recorded_output = f({filled(2, 2.0f)})[0];  // new generation: frees the warm-up's
     expect_poisoned(warmup_output, "f");
     EXPECT_EQ(values(recorded_output), std::vector<float>(2, 4.0f));
     Tensor replayed = f({filled(2, 3.0f)})[0];
     expect_poisoned(recorded_output, "f");
+    EXPECT_THAT(
+        error_of([&] { recorded_output.to_vector<float>(); }),
+        HasSubstr(str("returned by the call at tree_generation_test.cpp:", recording_line)));
     EXPECT_EQ(values(replayed), std::vector<float>(2, 6.0f));
     EXPECT_GE(manager.counters().poisoned_outputs, 2u);
   });
