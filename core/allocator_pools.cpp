@@ -77,6 +77,11 @@ bool CachingAllocator::pool_exists(PoolId id) const {
   return impl_->private_pools.contains(id.id);
 }
 
+std::size_t CachingAllocator::num_pools() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->private_pools.size();
+}
+
 void CachingAllocator::begin_allocate_to_pool(Stream stream, PoolId id) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   Pool* pool = impl_->find_pool(id, "begin_allocate_to_pool");

@@ -172,6 +172,7 @@ class CachingAllocator {
   void begin_allocate_to_pool(Stream stream, PoolId pool);
   void end_allocate_to_pool(Stream stream, PoolId pool);
   bool pool_exists(PoolId pool) const;
+  std::size_t num_pools() const;  // private pools that exist (created, not yet freed)
 
   // See Note [Checkpointing a private pool].
   PoolState checkpoint_pool_state(PoolId pool) const;

@@ -37,10 +37,9 @@ thread_local int captures_begun_by_this_thread = 0;
 
 class CpuCaptureBackend final : public CaptureBackend {
  public:
-  Stream new_stream(Device /*device*/) override {
-    GROVE_INTERNAL_ASSERT(false, "CPU streams are created in new_stream()");
-  }
-  void synchronize(Stream /*stream*/) override {}  // CPU kernels have already run
+  std::uint32_t num_stream_ids() const override { return kMaxCpuStreams; }
+  void create_stream(Stream /*stream*/) override {}  // a CPU stream is just its id
+  void synchronize(Stream /*stream*/) override {}    // CPU kernels have already run
   void wait_stream(Stream /*waiter*/, Stream /*producer*/) override {}  // likewise
   bool is_capturing(Stream stream) override {
     return stream.id < kMaxCpuStreams &&

@@ -44,7 +44,11 @@ class CapturedWork {
 class CaptureBackend {
  public:
   virtual ~CaptureBackend() = default;
-  virtual Stream new_stream(Device device) = 0;
+  // Stream ids are handed out and taken back by new_stream/release_stream (core/stream.cpp);
+  // the backend makes the stream behind an id the first time it is handed out, and keeps it
+  // when the id is released (a released id is handed out again, with the same stream).
+  virtual std::uint32_t num_stream_ids() const = 0;  // ids 0 .. num_stream_ids() - 1
+  virtual void create_stream(Stream stream) = 0;
   virtual void synchronize(Stream stream) = 0;
   virtual void wait_stream(Stream waiter, Stream producer) = 0;  // see core/stream.h
   virtual bool is_capturing(Stream stream) = 0;

@@ -23,6 +23,7 @@
 // enforces this by requiring the kernel to be trivially copyable.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <type_traits>
@@ -42,8 +43,28 @@ std::ostream& operator<<(std::ostream& out, Stream stream);
 inline constexpr std::uint32_t kMaxCpuStreams = 64;
 
 Stream default_stream(Device device);
-// A stream of its own (CPU: up to kMaxCpuStreams per process, ids handed out once).
-Stream new_stream(Device device);
+
+// Note [Streams are handed out and given back]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A device has a fixed number of stream ids (CPU: kMaxCpuStreams; CUDA: kMaxCudaStreams in
+// core/cuda/cuda_device.h), id 0 being the default stream. new_stream() hands out a free id and
+// release_stream() takes it back for the next new_stream(), so whatever holds a stream for a
+// while (a graph-tree manager holds one for its life) must give it back when done. The backend's
+// stream behind an id is made once and kept (Note [CUDA stream ids]), so a Stream value never
+// dangles: using a released stream is not a memory error, it merely shares the stream with its
+// next holder. Every id in use is labelled with its holder, and the error when a device has
+// none left names the holders and what to do.
+
+// A stream of its own until release_stream(). `holder` says who holds it, in the plural, for
+// the message when all are in use (e.g. "graph-tree managers"). Thread-safe; throws grove::Error
+// when every id of the device is in use.
+Stream new_stream(Device device, const char* holder = "callers of new_stream()");
+// Gives a stream from new_stream() back. Throws for the default stream, a stream that is not
+// handed out (never, or already given back), or one that is capturing. Work already queued on it
+// still runs; the next holder's work runs after it.
+void release_stream(Stream stream);
+// How many streams of `device` new_stream() has handed out and release_stream() not taken back.
+std::size_t streams_in_use(Device device);
 // The calling thread's current stream for `device` (the default stream unless a guard is active).
 Stream current_stream(Device device);
 

@@ -64,6 +64,7 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
 
   TensorList recording_inputs = make_recording_inputs(inputs, context);
   graph_ = std::make_unique<DeviceGraph>(device_);
+  ProducerScope producers;  // Note [Which op made an output]
   {
     StreamGuard guard(stream_);
     graph_->begin_capture(stream_, context.pool);
@@ -81,6 +82,9 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
   graph_->replay();  // capture ran nothing: produce this call's outputs
 
   plan_outputs(inputs, outputs, context);
+  for (const OutputPlan& plan : plans_) {
+    output_producers_.push_back(producers.producer_of(plan.storage_data));
+  }
   // An output that is a view of a copied input is, eagerly, a view of the caller's tensor: hand
   // out that (which also lets the input buffer's block go).
   for (std::size_t i = 0; i < plans_.size(); ++i) {
@@ -229,21 +233,27 @@ InvariantStatus GraphNode::check_invariants(const TensorList& inputs) const {
 }
 
 std::string GraphNode::describe_mismatch(InvariantStatus status, const TensorList& inputs) const {
-  const std::vector<int>& indices =
-      status == InvariantStatus::ManagedInputMoved ? managed_inputs_ : static_inputs_;
   if (status == InvariantStatus::ExpectedDeadAreLive) {
     return str("outputs that were dead when graph node ", id(), " was recorded are alive now");
   }
+  const bool managed = status == InvariantStatus::ManagedInputMoved;
+  const std::vector<int>& indices = managed ? managed_inputs_ : static_inputs_;
+  const std::vector<std::string>& names = function().wrapped->input_names;
+  std::vector<std::string> moved;
   for (int i : indices) {
     const auto index = static_cast<std::size_t>(i);
     const void* now = inputs[index].defined() ? tensor_address(inputs[index]) : nullptr;
-    if (now != static_addresses_[index]) {
-      return str(status == InvariantStatus::ManagedInputMoved ? "graph-managed" : "static",
-                 " input ", i, " moved from ", format_pointer(static_addresses_[index]), " to ",
-                 format_pointer(now));
-    }
+    if (now == static_addresses_[index]) continue;
+    const bool named = index < names.size() && !names[index].empty();
+    moved.push_back(str("input ", i, named ? str(" ('", names[index], "')") : std::string(),
+                        " from ", format_pointer(static_addresses_[index]), " to ",
+                        format_pointer(now)));
   }
-  return "no mismatch";
+  if (moved.empty()) return "no mismatch";
+  std::string text =
+      str(managed ? "graph-managed" : "static", " input", moved.size() > 1 ? "s" : "", " moved: ");
+  for (std::size_t k = 0; k < moved.size(); ++k) text += (k > 0 ? "; " : "") + moved[k];
+  return text;
 }
 
 bool GraphNode::all_outputs_are_dead() const {

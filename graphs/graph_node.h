@@ -69,7 +69,8 @@ class GraphNode final : public TreeNode {
             const TensorList& inputs, const RecordContext& context, TensorList& outputs);
 
   InvariantStatus check_invariants(const TensorList& inputs) const;
-  // A sentence naming the input (or outputs) that broke an invariant, and the addresses.
+  // A sentence naming what broke an invariant: every input that moved (index, name from
+  // WrappedFunction::input_names, old and new address), or the outputs that came back to life.
   std::string describe_mismatch(InvariantStatus status, const TensorList& inputs) const;
   TensorList replay(const TensorList& inputs);
 

@@ -2,8 +2,11 @@
 // graphs over one shared private pool, and replays them, arranged in trees of recordings.
 //
 // How a call goes (TreeManager::run):
+//   0. Calls that must run eagerly do so on the caller's stream, each reason logged once per
+//      function and counted (TreeCounters::fallbacks by FallbackReason): sizes not among the
+//      function's capture_sizes, mutated inputs a graph would copy, a failed capture, limits.
 //   1. The first call of a function is a warm-up: it runs eagerly, allocating in the shared
-//      pool, as a WarmupNode on the current path.
+//      pool, as a WarmupNode on the current path (unless TreeOptions::skip_warmup).
 //   2. The next call records a GraphNode: non-static inputs are copied into pool buffers, the
 //      function is captured, and the graph is replayed once to produce the outputs.
 //   3. Later calls replay a recorded child of the current node whose invariants hold. If none
@@ -14,7 +17,8 @@
 //
 // Generations (generation.h): when a new top-level invocation (or mark_step_begin) starts and no
 // forward waits for its backward, the current path ends. Its outputs still held by the user are
-// freed and poisoned: touching one throws an error naming the function and output.
+// freed and poisoned: touching one throws an error naming the function, the output and the op
+// that made it (Note [Which op made an output] in output_producers.h).
 //
 // Note [Fresh output handles on every replay]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -39,20 +43,51 @@
 // block on the caller's stream, runs after the replay. Eager fallbacks run on the caller's
 // stream and need no waits of their own, but get them anyway, being top-level calls.
 //
+// Note [A tree manager gives back what it holds]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A manager holds, per device, one stream (new_stream), one private pool and its recorded
+// graphs. Destroying it frees the graphs, poisons the outputs still held (as reset_trees does),
+// releases the pool and gives the stream back (Note [Streams are handed out and given back] in
+// core/stream.h), so a process may create and destroy any number of managers. The events that
+// order the caller's stream with the manager's belong to the calling thread and go with it.
+//
+// Note [Releasing managed functions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// When the last ManagedFunction handle of an added function goes away, the manager frees that
+// function's recordings (the nodes of its signatures, with the subtrees below them; if the
+// current path runs through one of them, the path's step ends first, as a new step would end it,
+// poisoning the outputs still held). When no added function of a manager is left, the manager
+// frees all its trees and releases its pool (reset_trees) even though outputs of old calls may
+// still be held: those are poisoned, as the reference frees its tree manager once its last
+// compiled function dies. The function's closure is destroyed then too. A handle destroyed on
+// another thread than the manager's is released at the manager's next call.
+//
+// Capture failures: a function whose recording throws (a host read or a synchronisation while
+// capturing, say) runs its body twice on that call: once inside the aborted capture, where its
+// kernels are recorded but never run and its allocations go back to the pool, and once eagerly,
+// which is the run whose results the caller gets; later calls at that tree position run eagerly
+// without trying again. The aborted capture leaves no data behind (its kernels never run, the
+// pool holds nothing of it, checked under debug_checks), but side effects of the body outside
+// grove's kernels happen twice, and in-place ops in it bump their inputs' version counters
+// during the capture as well.
+//
 // Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
 // called on the thread whose manager made it. Errors a user can cause throw grove::Error;
 // fallbacks to eager are logged once per function with their reason, counted, and can be made
 // errors (TreeOptions::or_error).
 #pragma once
 
-#include <deque>
 #include <memory>
+#include <optional>
+#include <set>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "graphs/function_cache.h"
 #include "graphs/graph_node.h"
 #include "graphs/tree_types.h"
 
@@ -60,20 +95,22 @@ namespace grove::graphs {
 
 class TreeManager;
 
-// What add_function returns: calling it routes the call through the manager.
+// What add_function returns: calling it routes the call through the manager. Copies share one
+// handle; when the last copy goes away the function is released (Note [Releasing managed
+// functions]). Call it on the manager's thread.
 class ManagedFunction {
  public:
   ManagedFunction() = default;
-  TensorList operator()(TensorList inputs) const;
-  int id() const { return callable_id_; }
+  // `where` is the caller's source location, named by the error of an output kept too long.
+  TensorList operator()(TensorList inputs,
+                        std::source_location where = std::source_location::current()) const;
+  int id() const;
 
  private:
   friend class TreeManager;
-  ManagedFunction(TreeManager* manager, std::weak_ptr<const bool> manager_alive, int callable_id)
-      : manager_(manager), manager_alive_(std::move(manager_alive)), callable_id_(callable_id) {}
-  TreeManager* manager_ = nullptr;
-  std::weak_ptr<const bool> manager_alive_;  // expires with the manager
-  int callable_id_ = -1;
+  struct Handle;
+  explicit ManagedFunction(std::shared_ptr<const Handle> handle) : handle_(std::move(handle)) {}
+  std::shared_ptr<const Handle> handle_;
 };
 
 class TreeManager {
@@ -114,14 +151,20 @@ class TreeManager {
 
  private:
   friend class ManagedFunction;
-  struct Callable;
+  // What a ManagedFunction's handle reaches the manager through; see ~Handle.
+  struct Lifeline;
+  using Position = std::pair<std::int64_t, int>;  // (current node key, function id)
+  struct Fallback {
+    FallbackReason reason;
+    std::string why;
+  };
 
-  TensorList run(int callable_id, TensorList inputs);
+  TensorList run(int added_id, TensorList inputs, const std::source_location& where);
   // See Note [The caller's stream and the manager's stream].
   void wait_for_callers_stream() const;
   void wait_for_manager_stream() const;
   TensorList run_function(FunctionInfo& function, TensorList& inputs);
-  FunctionInfo& function_for(int callable_id, const TensorList& inputs);
+  FunctionInfo& function_for(int added_id, const TensorList& inputs);
 
   // Lazily ends the current path where that is allowed.
   void try_end_path(FunctionInfo& function);  // after a recording or a warm-up
@@ -134,17 +177,26 @@ class TreeManager {
   TensorList warm_up(FunctionInfo& function, const TensorList& inputs);
   TensorList record(FunctionInfo& function, const TensorList& inputs);
   TensorList execute(GraphNode& node, const TensorList& inputs);
-  TensorList run_eagerly(FunctionInfo& function, const TensorList& inputs,
-                         const std::string& reason);
+  TensorList run_eagerly(const WrappedFunction& wrapped, const std::string& label,
+                         const Fallback& fallback, const TensorList& inputs);
   void apply_checkpoint();  // see Note [Checkpointing a private pool]
 
-  std::string eager_reason(FunctionInfo& function, const TensorList& inputs);
-  std::string mutation_reason(const FunctionInfo& function, const TensorList& inputs) const;
+  // Why this call must run eagerly before anything else is decided, if it must.
+  std::optional<Fallback> eager_fallback(FunctionInfo& function, const TensorList& inputs);
+  std::optional<Fallback> mutation_fallback(const FunctionInfo& function,
+                                            const TensorList& inputs) const;
   void warn_pending_backwards(FunctionInfo& function);
   void warn(const std::string& message);
   void check_pool(const char* when) const;
   std::vector<std::unique_ptr<GraphNode>>& siblings_for(int function_id);
   std::int64_t node_key() const;
+
+  // See Note [Releasing managed functions] (tree_release.cpp).
+  static std::shared_ptr<Lifeline> make_lifeline();
+  void cut_lifeline();
+  void release_function(int added_id);
+  void release_functions_released_elsewhere();
+  void free_recordings_of(int added_id);
 
   Device device_;
   TreeOptions options_;
@@ -152,8 +204,11 @@ class TreeManager {
   Stream stream_;
   PoolId pool_;
 
-  std::deque<Callable> callables_;      // stable addresses
-  std::deque<FunctionInfo> functions_;  // one per (callable, input signature)
+  FunctionCache functions_;
+  int live_functions_ = 0;          // added functions not yet released
+  std::source_location call_site_;  // of the top-level call under way
+  int running_ = 0;  // calls of run() under way on this manager (releases wait for 0)
+  std::vector<int> deferred_releases_;
   std::map<int, std::vector<std::unique_ptr<GraphNode>>> roots_;
   std::vector<std::unique_ptr<WarmupNode>> warmup_chain_;  // warm-up nodes of the current path
   TreeNode* current_ = nullptr;
@@ -163,13 +218,16 @@ class TreeManager {
   std::vector<StorageWeakRef> pending_forward_outputs_;  // outputs of forwards since a backward
   std::int64_t next_graph_id_ = 0;
   std::int64_t next_warmup_id_ = -1;
-  // Per (current node key, function id): whether it mutates unmanaged inputs; re-record counts.
-  std::map<std::pair<std::int64_t, int>, std::string> mutation_hints_;
-  std::map<std::pair<std::int64_t, int>, int> rerecords_;
+  // Per position: whether the function mutates inputs a graph would copy (decided when the
+  // position is first reached), whether its recording failed there, how often it re-recorded.
+  std::map<Position, std::optional<Fallback>> mutation_fallbacks_;
+  std::map<Position, Fallback> capture_failures_;
+  std::map<Position, int> rerecords_;
 
   TreeCounters counters_;
+  std::set<std::pair<FallbackReason, std::string>> warned_fallbacks_;  // (reason, label)
   std::vector<std::string> warnings_;
-  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
+  std::shared_ptr<Lifeline> lifeline_;
 };
 
 // The calling thread's manager for `device` (created on first use).

@@ -102,8 +102,13 @@ bool PoolRanges::contains(const void* ptr) const {
   });
 }
 
+const std::string& TreeNode::output_producer(std::size_t index) const {
+  static const std::string unknown;
+  return index < output_producers_.size() ? output_producers_[index] : unknown;
+}
+
 void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outputs,
-                               const PoolRanges& pool) {
+                               const PoolRanges& pool, const ProducerScope& producers) {
   std::vector<StorageWeakRef> refs;
   refs.reserve(outputs.size());
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -123,6 +128,8 @@ void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outpu
                 "graph could not keep it valid. Pass that tensor as an input (a static input "
                 "for parameters), or return a clone().");
     refs.push_back(track ? StorageWeakRef(output.storage()) : StorageWeakRef());
+    output_producers_.push_back(
+        output.defined() ? producers.producer_of(output.storage()->unchecked_data()) : "");
   }
   output_refs_ = std::move(refs);
 }

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/caching_allocator.h"
 #include "core/storage.h"
+#include "graphs/output_producers.h"
 #include "graphs/tree_types.h"
 
 namespace grove::graphs {
@@ -41,7 +43,8 @@ class PoolRanges {
 // What the manager knows about one function (one input signature of a managed callable).
 struct FunctionInfo {
   int id = 0;
-  const WrappedFunction* wrapped = nullptr;  // shared by all signatures of one callable
+  int added_id = 0;                          // the add_function call it belongs to
+  const WrappedFunction* wrapped = nullptr;  // shared by all signatures of one added function
   int signature_index = 0;                   // 0 for the first signature seen
   std::vector<int> mutated_inputs;           // declared plus detected during warm-up
   bool warmed_up = false;
@@ -76,6 +79,13 @@ class TreeNode {
     output_refs_[index] = StorageWeakRef(storage);
   }
 
+  // The op that made output `index` (Note [Which op made an output]), or "" if unknown.
+  const std::string& output_producer(std::size_t index) const;
+  // Where the outputs handed out last by this node were asked for: the source location of the
+  // top-level call that ran it (its warm-up, recording or latest replay).
+  const std::source_location& call_site() const { return call_site_; }
+  void set_call_site(const std::source_location& where) { call_site_ = where; }
+
   // Live output storages of the whole path, each once.
   std::vector<StoragePtr> path_live_storages() const;
   virtual bool all_outputs_are_dead() const;
@@ -88,6 +98,8 @@ class TreeNode {
 
  protected:
   std::vector<StorageWeakRef> output_refs_;
+  std::vector<std::string> output_producers_;  // per output; may be shorter
+  std::source_location call_site_;
 
  private:
   Kind kind_;
@@ -106,7 +118,8 @@ class WarmupNode final : public TreeNode {
       : TreeNode(Kind::Warmup, id, function, parent) {}
   // Remembers which outputs were made in the pool (not inputs passed through, not outputs of
   // earlier nodes). Throws for an output that is none of these (memory the trees cannot own).
-  void track_outputs(const TensorList& inputs, const TensorList& outputs, const PoolRanges& pool);
+  void track_outputs(const TensorList& inputs, const TensorList& outputs, const PoolRanges& pool,
+                     const ProducerScope& producers);
 };
 
 // Start of a tensor's element 0, without the access check (for address comparisons).

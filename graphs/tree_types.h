@@ -13,6 +13,7 @@
 namespace grove::graphs {
 
 using TensorList = std::vector<Tensor>;
+// The body of a managed function (WrappedFunction::callable).
 using Callable = std::function<TensorList(const TensorList& inputs)>;
 
 // What a function is, for the pending-backward bookkeeping: a Forward leaves a backward
@@ -28,6 +29,25 @@ enum class PathState : std::uint8_t {
 };
 const char* state_name(PathState state);
 
+// Why a call ran eagerly, outside the graphs (TreeCounters::fallbacks, messages).
+enum class FallbackReason : std::uint8_t {
+  DynamicShapes,       // a signature past dynamic_shape_warn_limit, with skip_dynamic_graphs
+  UncapturedSize,      // sizes of dynamic_dims that capture_sizes does not list
+  MutatedInput,        // writes to an input that is neither static nor a graph output
+  MutatedGraphOutput,  // writes to a graph output, under forbid_graph_output_mutation
+  CaptureFailed,       // the recording threw (a host read, a synchronisation, ...)
+  RerecordLimit,       // re-recorded rerecord_limit times at one tree position
+  WarmupChainLimit,    // max_warmup_chain warm-ups in a row on one path
+};
+// "mutated inputs", "capture failed", ...: how messages name the reason.
+const char* fallback_reason_name(FallbackReason reason);
+
+// A dimension whose size may change from call to call: dimension `dim` of input `input`.
+struct DynamicDim {
+  int input = 0;
+  int dim = 0;
+};
+
 // A callable and what the manager must know about its inputs.
 struct WrappedFunction {
   Callable callable;
@@ -40,6 +60,16 @@ struct WrappedFunction {
   std::vector<int> mutated_input_indices;
   // Shown in messages, dumps and counters.
   std::string name = "function";
+  // Names of the inputs for messages (a parameter's name, say); unnamed inputs are shown by
+  // index only. May be shorter than the inputs.
+  std::vector<std::string> input_names;
+  // Capture sizes: when capture_sizes is not empty, a call is recorded only if the sizes of
+  // dynamic_dims (in order) are one of its entries; a call with other sizes runs eagerly,
+  // counted under FallbackReason::UncapturedSize, without a warm-up or a graph of its own (as
+  // the reference's capture sizes). Each entry has one size per dynamic dim, e.g. dynamic_dims
+  // {{0, 0}} and capture_sizes {{2}, {5}, {7}} record batches of 2, 5 and 7 only.
+  std::vector<DynamicDim> dynamic_dims;
+  std::vector<std::vector<std::int64_t>> capture_sizes;
 };
 
 struct TreeOptions {
@@ -53,6 +83,14 @@ struct TreeOptions {
   // Longest chain of warm-ups on one path (a forward whose backward never comes, with its
   // outputs kept alive, keeps the path from ending); past it, calls run eagerly outside the pool.
   int max_warmup_chain = 64;
+  // Record a function on its first call, without an eager warm-up (for functions known to be
+  // capturable). Mutations are then not detected by a warm-up: list them in
+  // mutated_input_indices. A call right after a warm-up of another function still warms up,
+  // since a recording cannot follow a warm-up on one path.
+  bool skip_warmup = false;
+  // Run a function that writes into an input that is an output of an earlier graph on the path
+  // eagerly (one message), instead of recording the write into that graph's memory as a child.
+  bool forbid_graph_output_mutation = false;
   // Throw instead of falling back to eager mode (for any reason).
   bool or_error = false;
   // After each recording and checkpoint, check that the pool's live blocks are exactly the live
@@ -70,8 +108,8 @@ struct TreeCounters {
   std::uint64_t rerecords = 0;        // recordings caused by moved static/managed inputs
   std::uint64_t eager_fallbacks = 0;  // calls run eagerly outside the pool
   std::uint64_t poisoned_outputs = 0;
-  std::uint64_t generations = 0;  // new generations started
-  std::map<std::string, std::uint64_t> fallback_reasons;
+  std::uint64_t generations = 0;                      // new generations started
+  std::map<FallbackReason, std::uint64_t> fallbacks;  // eager_fallbacks by reason
 };
 
 }  // namespace grove::graphs

@@ -99,13 +99,28 @@ class PhiloxCellWriter {
   std::size_t next_ = 0;
 };
 
+// The events a thread's wait_stream calls record, one per device; destroyed with the thread.
+// (Destroying an event whose record is still pending is allowed: CUDA frees it once done.)
+struct WaitEvents {
+  std::array<cudaEvent_t, kMaxCudaDevices> events{};
+  WaitEvents() = default;
+  WaitEvents(const WaitEvents&) = delete;
+  WaitEvents& operator=(const WaitEvents&) = delete;
+  ~WaitEvents() {
+    for (cudaEvent_t event : events) {
+      if (event != nullptr) (void)cudaEventDestroy(event);  // fails harmlessly at process exit
+    }
+  }
+};
+
 // Captures begun and not yet ended by the calling thread (thread-local capture mode refuses
 // unsafe calls on every stream of the thread, so the whole thread counts as capturing).
 thread_local int captures_begun_by_this_thread = 0;
 
 class CudaCaptureBackend final : public CaptureBackend {
  public:
-  Stream new_stream(Device device) override { return create_stream(device); }
+  std::uint32_t num_stream_ids() const override { return kMaxCudaStreams; }
+  void create_stream(Stream stream) override { cuda_backend::create_stream(stream); }
 
   void synchronize(Stream stream) override {
     cudaStream_t cuda = cuda_stream(stream);
@@ -116,13 +131,14 @@ class CudaCaptureBackend final : public CaptureBackend {
 
   // One event per thread and device, recorded again for every wait: cudaStreamWaitEvent waits
   // for the record that is current when it is called, so later records cannot disturb an
-  // earlier wait, and no event is created or destroyed per call.
+  // earlier wait, and no event is created or destroyed per call. The events are destroyed when
+  // the thread ends, so threads that come and go (a tree manager per thread) leave none behind.
   void wait_stream(Stream waiter, Stream producer) override {
     cudaStream_t producer_stream = cuda_stream(producer);
     cudaStream_t waiter_stream = cuda_stream(waiter);
     DeviceGuard guard(waiter.device);
-    thread_local std::array<cudaEvent_t, kMaxCudaDevices> events{};
-    cudaEvent_t& event = events[static_cast<std::size_t>(waiter.device.index)];
+    thread_local WaitEvents events;
+    cudaEvent_t& event = events.events[static_cast<std::size_t>(waiter.device.index)];
     if (event == nullptr) {
       GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
     }

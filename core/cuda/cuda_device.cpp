@@ -42,7 +42,6 @@ const DeviceCount& device_count_once() {
 struct DeviceStreams {
   std::once_flag default_created;
   std::mutex mutex;
-  std::uint32_t next_id = 1;
   std::array<std::atomic<cudaStream_t>, cuda_backend::kMaxCudaStreams> streams{};
 };
 
@@ -107,16 +106,14 @@ cudaStream_t cuda_stream(Stream stream) {
   return result;
 }
 
-Stream create_stream(Device device) {
-  check_device(device, "new_stream");
-  DeviceStreams& streams = streams_of(device);
+void create_stream(Stream stream) {
+  check_device(stream.device, "new_stream");
+  GROVE_INTERNAL_ASSERT(stream.id > 0 && stream.id < kMaxCudaStreams,
+                        "new_stream handed out CUDA stream id ", stream.id);
+  DeviceStreams& streams = streams_of(stream.device);
   std::lock_guard<std::mutex> lock(streams.mutex);
-  GROVE_CHECK(streams.next_id < kMaxCudaStreams, "new_stream: all ", kMaxCudaStreams - 1,
-              " CUDA streams of ", device, " are in use; reuse the streams you have");
-  const std::uint32_t id = streams.next_id;
-  streams.streams[id].store(make_stream(device), std::memory_order_release);
-  ++streams.next_id;
-  return Stream{device, id};
+  if (streams.streams[stream.id].load(std::memory_order_acquire) != nullptr) return;  // reused id
+  streams.streams[stream.id].store(make_stream(stream.device), std::memory_order_release);
 }
 
 DeviceGuard::DeviceGuard(Device device) {

@@ -9,8 +9,10 @@
 // in grove, is *not* CUDA's legacy default stream (stream 0 / cudaStreamLegacy): that one cannot
 // be captured and implicitly synchronises with every blocking stream. Instead id 0 is a stream
 // created with cudaStreamNonBlocking the first time the device is used, so code that never names
-// a stream can still be captured. Ids 1, 2, ... are handed out by new_stream(), up to
-// kMaxCudaStreams per device.
+// a stream can still be captured. Ids 1, 2, ... are handed out by new_stream() (core/stream.cpp),
+// up to kMaxCudaStreams per device; release_stream() takes an id back and the next new_stream()
+// hands it out again with the same cudaStream_t, so a process can make and release streams
+// without end while creating at most kMaxCudaStreams of them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -35,8 +37,9 @@ void check_device(Device device, const char* what);
 cudaStream_t cuda_stream(Stream stream);
 // The same, or nullptr if the stream has not been created yet (does not create it).
 cudaStream_t cuda_stream_if_created(Stream stream);
-// A new stream on `device` (non-blocking), with the next free id.
-Stream create_stream(Device device);
+// Makes the cudaStream_t (non-blocking) for an id new_stream() handed out, unless the id had one
+// from an earlier holder (see Note [CUDA stream ids]).
+void create_stream(Stream stream);
 
 // Makes `device` the calling thread's current CUDA device until the guard dies.
 class DeviceGuard {

@@ -44,6 +44,17 @@ Stream other_stream() {
   return ::testing::AssertionFailure() << "\"" << part << "\" not found in: " << text;
 }
 
+// The message of the grove::Error that `body` throws, or "" if it throws none.
+template <typename Body>
+std::string error_of(Body&& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
 // True if `ptr` lies in one of the pool's segments.
 bool inside_pool(PoolId pool, const void* ptr) {
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
@@ -376,6 +387,34 @@ TEST(CaptureStreamTest, NewStreamGivesDistinctNonDefaultStreams) {
   EXPECT_FALSE(made == other_stream());
   EXPECT_FALSE(capture_stream() == other_stream());
   EXPECT_EQ(default_stream(kCPU).id, 0u);
+}
+
+TEST(CaptureStreamTest, ReleasedStreamsAreHandedOutAgain) {
+  const std::size_t in_use = streams_in_use(kCPU);
+  const Stream first = new_stream(kCPU);
+  EXPECT_EQ(streams_in_use(kCPU), in_use + 1);
+  release_stream(first);
+  EXPECT_EQ(streams_in_use(kCPU), in_use);
+  // Far more streams than there are ids, one at a time.
+  for (std::uint32_t i = 0; i < 4 * kMaxCpuStreams; ++i) release_stream(new_stream(kCPU));
+  EXPECT_EQ(streams_in_use(kCPU), in_use);
+  const Stream again = new_stream(kCPU);
+  EXPECT_EQ(again.id, first.id);  // the id given back last is handed out first
+  release_stream(again);
+}
+
+TEST(CaptureStreamTest, ReleaseStreamRefusesWhatItCannotTakeBack) {
+  EXPECT_TRUE(has_substr(error_of([] { release_stream(default_stream(kCPU)); }),
+                         "is the device's default stream"));
+  const Stream stream = new_stream(kCPU);
+  release_stream(stream);
+  EXPECT_TRUE(has_substr(error_of([&] { release_stream(stream); }), "is not handed out"));
+  const Stream capturing = new_stream(kCPU);
+  DeviceGraph graph(kCPU);
+  graph.begin_capture(capturing);
+  EXPECT_TRUE(has_substr(error_of([&] { release_stream(capturing); }), "is capturing a graph"));
+  graph.end_capture();
+  release_stream(capturing);
 }
 
 TEST(CaptureStreamTest, StreamGuardSetsAndRestoresTheCurrentStream) {

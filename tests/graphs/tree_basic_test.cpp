@@ -8,11 +8,10 @@ namespace grove::graphs {
 namespace {
 
 using TreeBasic = testing::TreeTest;
-using testing::add;
+using ops::add;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::values;
 using testing::with_manager;
 
@@ -21,7 +20,7 @@ WrappedFunction doubler(std::string name = "doubler") {
   WrappedFunction function;
   function.name = std::move(name);
   function.callable = [](const TensorList& in) {
-    return TensorList{scale(add(in[0], in[0]), 2.0f)};
+    return TensorList{ops::mul(add(in[0], in[0]), 2.0f)};
   };
   return function;
 }
@@ -88,7 +87,7 @@ TEST_F(TreeBasic, DifferentContinuationsBecomeDifferentChildren) {
     plus.callable = [](const TensorList& in) { return TensorList{add(in[0], in[0])}; };
     WrappedFunction times;
     times.name = "times";
-    times.callable = [](const TensorList& in) { return TensorList{scale(in[0], 3.0f)}; };
+    times.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 3.0f)}; };
     ManagedFunction b = manager.add_function(plus);
     ManagedFunction b_prime = manager.add_function(times);
     for (int step = 0; step < 8; ++step) {

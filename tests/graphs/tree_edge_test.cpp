@@ -8,12 +8,11 @@ namespace grove::graphs {
 namespace {
 
 using TreeEdge = testing::TreeTest;
-using testing::add;
-using testing::add_;
+using ops::add;
+using ops::add_;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::values;
 using testing::with_manager;
 
@@ -42,8 +41,8 @@ TEST_F(TreeEdge, PoolMemoryKeptInAClosureIsRefusedAtACheckpoint) {
         WrappedFunction stashing;
         stashing.name = "stashing";
         stashing.callable = [stash](const TensorList& in) {
-          *stash = scale(in[0], 3.0f);  // pool memory kept across calls
-          return TensorList{scale(in[0], 2.0f)};
+          *stash = ops::mul(in[0], 3.0f);  // pool memory kept across calls
+          return TensorList{ops::mul(in[0], 2.0f)};
         };
         WrappedFunction other;
         other.name = "other";
@@ -68,7 +67,7 @@ TEST_F(TreeEdge, MutationOfAPlainInputSeenOnlyLaterRunsEagerly) {
   with_manager([](TreeManager& manager) {
     WrappedFunction produce;
     produce.name = "produce";
-    produce.callable = [](const TensorList& in) { return TensorList{scale(in[0], 1.0f)}; };
+    produce.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 1.0f)}; };
     WrappedFunction update;
     update.name = "update";
     update.mutated_input_indices = {0};
@@ -97,7 +96,7 @@ TEST_F(TreeEdge, AnOutputThatIsAViewOfACopiedInputStaysAViewOfTheCallersTensor) 
     WrappedFunction function;
     function.name = "view_of_input";
     function.callable = [](const TensorList& in) {
-      return TensorList{in[0].view({2, 2}), scale(in[0], 2.0f)};
+      return TensorList{in[0].view({2, 2}), ops::mul(in[0], 2.0f)};
     };
     ManagedFunction f = manager.add_function(function);
     for (int call = 0; call < 4; ++call) {
@@ -154,7 +153,7 @@ TEST_F(TreeEdge, AWarmUpChainThatCannotEndIsCapped) {
         WrappedFunction function;
         function.name = "forward";
         function.mode = FunctionMode::Forward;
-        function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+        function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
         ManagedFunction f = manager.add_function(function);
         std::vector<Tensor> kept;  // outputs kept, backward never run: the path cannot end
         for (int call = 0; call < 20; ++call) {
@@ -174,7 +173,7 @@ TEST_F(TreeEdge, CallingAFunctionWhoseManagerIsGoneIsAClearError) {
     TreeManager manager(testing::kTestDevice, testing::test_options());
     WrappedFunction function;
     function.name = "f";
-    function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+    function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
     orphan = manager.add_function(function);
   }
   EXPECT_THAT(error_of([&] { orphan({filled(1, 1.0f)}); }),

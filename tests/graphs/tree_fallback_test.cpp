@@ -8,8 +8,8 @@ namespace grove::graphs {
 namespace {
 
 using TreeFallback = testing::TreeTest;
-using testing::add;
-using testing::add_;
+using ops::add;
+using ops::add_;
 using testing::any_warning_contains;
 using testing::error_of;
 using testing::filled;
@@ -58,7 +58,7 @@ TEST_F(TreeFallback, AMovedStaticInputReRecordsThenRunsEagerlyPastTheLimit) {
         EXPECT_EQ(manager.counters().rerecords, 2u);
         EXPECT_EQ(manager.counters().recordings, 3u);
         EXPECT_EQ(manager.counters().eager_fallbacks, 3u);
-        EXPECT_TRUE(any_warning_contains(manager, "static input 1 moved from"));
+        EXPECT_TRUE(any_warning_contains(manager, "static input moved: input 1 from"));
         EXPECT_TRUE(any_warning_contains(manager, "re-record limit"));
       },
       options);

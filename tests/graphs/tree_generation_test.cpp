@@ -8,12 +8,11 @@ namespace grove::graphs {
 namespace {
 
 using TreeGeneration = testing::TreeTest;
-using testing::add;
+using ops::add;
 using testing::any_warning_contains;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::values;
 using testing::with_manager;
 
@@ -21,13 +20,15 @@ WrappedFunction twice(std::string name, FunctionMode mode = FunctionMode::Infere
   WrappedFunction function;
   function.name = std::move(name);
   function.mode = mode;
-  function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+  function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
   return function;
 }
 
 void expect_poisoned(const Tensor& tensor, const std::string& function_name) {
   const std::string message = error_of([&] { tensor.to_vector<float>(); });
   EXPECT_THAT(message, HasSubstr("output 0 of graphed function '" + function_name + "'"));
+  // Note [Which op made an output]: ops::mul, seen in the warm-up and in the recording.
+  EXPECT_THAT(message, HasSubstr("made by op 'mul'"));
   EXPECT_THAT(message, HasSubstr("clone()"));
   EXPECT_THAT(message, HasSubstr("mark_step_begin()"));
 }
@@ -36,11 +37,15 @@ TEST_F(TreeGeneration, AnOutputKeptAcrossANewCallIsPoisoned) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(twice("f"));
     Tensor warmup_output = f({filled(2, 1.0f)})[0];
+    const int recording_line = __LINE__ + 1;
     Tensor recorded_output = f({filled(2, 2.0f)})[0];  // new generation: frees the warm-up's
     expect_poisoned(warmup_output, "f");
     EXPECT_EQ(values(recorded_output), std::vector<float>(2, 4.0f));
     Tensor replayed = f({filled(2, 3.0f)})[0];
     expect_poisoned(recorded_output, "f");
+    EXPECT_THAT(
+        error_of([&] { recorded_output.to_vector<float>(); }),
+        HasSubstr(str("returned by the call at tree_generation_test.cpp:", recording_line)));
     EXPECT_EQ(values(replayed), std::vector<float>(2, 6.0f));
     EXPECT_GE(manager.counters().poisoned_outputs, 2u);
   });

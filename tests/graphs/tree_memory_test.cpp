@@ -9,11 +9,10 @@ namespace grove::graphs {
 namespace {
 
 using TreeMemory = testing::TreeTest;
-using testing::add;
+using ops::add;
 using testing::error_of;
 using testing::filled;
 using ::testing::HasSubstr;
-using testing::scale;
 using testing::values;
 using testing::with_manager;
 
@@ -31,7 +30,7 @@ TEST_F(TreeMemory, CheckpointRestoreKeepsLiveOutputsAndFreesDeadOnes) {
     WrappedFunction pair;
     pair.name = "pair";
     pair.callable = [](const TensorList& in) {
-      return TensorList{scale(in[0], 2.0f), scale(in[0], 3.0f)};
+      return TensorList{ops::mul(in[0], 2.0f), ops::mul(in[0], 3.0f)};
     };
     WrappedFunction big;
     big.name = "big";
@@ -69,7 +68,7 @@ TEST_F(TreeMemory, PoolAccountingCatchesMemoryTheTreesDoNotKnow) {
     WrappedFunction leaky;
     leaky.name = "leaky";
     leaky.callable = [hidden](const TensorList& in) {
-      *hidden = scale(in[0], 2.0f);  // kept in the closure, not returned
+      *hidden = ops::mul(in[0], 2.0f);  // kept in the closure, not returned
       return TensorList{add(*hidden, in[0])};
     };
     ManagedFunction f = manager.add_function(leaky);
@@ -85,7 +84,7 @@ TEST_F(TreeMemory, AStableLoopDoesNotGrow) {
     layer.name = "layer";
     layer.static_input_indices = {1};
     layer.callable = [](const TensorList& in) {
-      return TensorList{scale(add(in[0], in[1]), 0.5f)};
+      return TensorList{ops::mul(add(in[0], in[1]), 0.5f)};
     };
     ManagedFunction first = manager.add_function(layer);
     ManagedFunction second = manager.add_function(layer);
@@ -118,7 +117,7 @@ TEST_F(TreeMemory, ResetTreesFreesThePoolAndPoisonsHeldOutputs) {
   with_manager([](TreeManager& manager) {
     WrappedFunction function;
     function.name = "f";
-    function.callable = [](const TensorList& in) { return TensorList{scale(in[0], 2.0f)}; };
+    function.callable = [](const TensorList& in) { return TensorList{ops::mul(in[0], 2.0f)}; };
     ManagedFunction f = manager.add_function(function);
     f({filled(8, 1.0f)});
     f({filled(8, 1.0f)});

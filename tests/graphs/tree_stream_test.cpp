@@ -11,8 +11,8 @@ namespace grove::graphs {
 namespace {
 
 using TreeStream = testing::TreeTest;
-using testing::add;
-using testing::add_;
+using ops::add;
+using ops::add_;
 using testing::filled;
 using testing::kTestDevice;
 using testing::values;

@@ -1,6 +1,6 @@
 // Shared helpers for the graph-tree scenario tests: the fixture every scenario uses (it skips
 // the CUDA build's tests when there is no device), a manager on a fresh thread, and inputs and
-// reads on the device of the build (kTestDevice, test_ops.h).
+// reads on the device of the build (kTestDevice, test_device.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "graphs/generation.h"
 #include "graphs/tree_manager.h"
-#include "test_ops.h"
+#include "test_device.h"
 
 namespace grove::graphs::testing {
 

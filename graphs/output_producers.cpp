@@ -1,0 +1,46 @@
+// The op observer behind ProducerScope. See Note [Which op made an output] in
+// output_producers.h.
+#include "graphs/output_producers.h"
+
+#include "ops/dispatch.h"
+
+namespace grove::graphs {
+namespace {
+
+thread_local ProducerScope* innermost_scope = nullptr;
+
+class ProducerObserver final : public ops::OpObserver {
+ public:
+  void on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) override {
+    ProducerScope* scope = innermost_scope;
+    if (scope == nullptr) return;
+    for (const Tensor& output : outputs.span()) {
+      if (output.defined()) scope->note(output.storage()->unchecked_data(), call.kind);
+    }
+  }
+};
+
+// Registered during static initialisation, before any thread dispatches; never removed.
+const bool registered = [] {
+  static ProducerObserver observer;
+  ops::add_op_observer(&observer);
+  return true;
+}();
+
+}  // namespace
+
+ProducerScope::ProducerScope() : previous_(innermost_scope) {
+  (void)registered;
+  innermost_scope = this;
+}
+
+ProducerScope::~ProducerScope() {
+  innermost_scope = previous_;
+}
+
+std::string ProducerScope::producer_of(const void* storage_data) const {
+  auto found = producers_.find(storage_data);
+  return found == producers_.end() ? std::string() : std::string(ops::op_name(found->second));
+}
+
+}  // namespace grove::graphs
