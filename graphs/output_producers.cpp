@@ -20,22 +20,19 @@ class ProducerObserver final : public ops::OpObserver {
   }
 };
 
-// Registered during static initialisation, before any thread dispatches; never removed.
-const bool registered = [] {
-  static ProducerObserver observer;
-  ops::add_op_observer(&observer);
-  return true;
-}();
+// Stateless: what it notes goes to the thread's innermost scope.
+ProducerObserver observer;
 
 }  // namespace
 
 ProducerScope::ProducerScope() : previous_(innermost_scope) {
-  (void)registered;
+  if (previous_ == nullptr) ops::add_op_observer(&observer);
   innermost_scope = this;
 }
 
 ProducerScope::~ProducerScope() {
   innermost_scope = previous_;
+  if (previous_ == nullptr) ops::remove_op_observer(&observer);
 }
 
 std::string ProducerScope::producer_of(const void* storage_data) const {

@@ -3,12 +3,13 @@
 //
 // Note [Which op made an output]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// One OpObserver (Note [Op observers] in ops/dispatch.h) is registered for the life of the
-// process while static objects are initialised, before any thread dispatches ops, since
-// registering is not synchronised with running ops. It does nothing unless a ProducerScope is
-// active on the calling thread (a tree manager's warm-up or recording): then it notes, per output
-// storage, the op that wrote it last (an in-place op counts as writing its input 0). Kernels
-// written without dispatch() are not seen; their outputs have no producer.
+// While a ProducerScope is active on a thread (a tree manager's warm-up or recording), one
+// OpObserver (Note [Op observers] in ops/dispatch.h) is registered on that thread: it notes, per
+// output storage, the op that wrote it last (an in-place op counts as writing its input 0).
+// The outermost scope of a thread registers it and removes it when it ends; inner scopes (a
+// managed function called inside another's warm-up) only become the one that notes. Observers
+// are per thread, so ops of other threads never reach a scope. Kernels written without
+// dispatch() are not seen; their outputs have no producer.
 #pragma once
 
 #include <string>
