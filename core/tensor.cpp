@@ -10,6 +10,7 @@
 #include "core/copy_kernel.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/data_ptr.h"
+#include "core/host_reads.h"
 #include "core/stream.h"
 
 namespace grove {
@@ -75,7 +76,7 @@ template <typename T>
 T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
-  check_not_capturing(device(), "item()");
+  check_host_read(device(), "item()");
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   GROVE_DISPATCH_DTYPE(dtype(), "item", [&]<typename Stored>() {
@@ -91,7 +92,7 @@ T Tensor::item() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  check_not_capturing(device(), "to_vector()");
+  check_host_read(device(), "to_vector()");
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
