@@ -19,6 +19,7 @@
 #include "graphs/ir/interpreter.h"
 #include "graphs/trace/tracer.h"
 #include "graphs/tree_manager.h"
+#include "ops/attributes.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/linalg.h"
@@ -111,7 +112,7 @@ void BM_HandWrittenMlpStep(benchmark::State& state) {
     const Tensor hidden = ops::relu(pre);
     const Tensor logits = ops::linear(hidden, in[4], in[5]);
     const ops::OpOutputs loss = ops::dispatch(ops::op_entry(ops::OpKind::CrossEntropy),
-                                              {logits, in[1]}, ops::OpAttributes{});
+                                              {logits, in[1]}, ops::LossAttributes{}.to_attributes());
     return TensorList{loss[0], pre, hidden, logits, loss[1]};
   };
   graphs::WrappedFunction backward;

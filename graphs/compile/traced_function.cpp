@@ -78,6 +78,14 @@ class CompiledBackward final : public autograd::Node {
   bool released_ = false;
 };
 
+// "x0", "grad2": names of inputs in the traced graph. (Built by appending: g++ 12 warns
+// falsely about `"x" + std::to_string(i)` at -O3, -Wrestrict.)
+std::string indexed(const char* prefix, std::size_t index) {
+  std::string name = prefix;
+  name += std::to_string(index);
+  return name;
+}
+
 }  // namespace
 
 Signature Signature::of(const TensorList& inputs) {
@@ -117,7 +125,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   std::int32_t forward_end = 0;
   try {
     Tracer tracer(joint);
-    for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], "x" + std::to_string(i));
+    for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
     const TensorList outputs = function(inputs);
     forward_end = static_cast<std::int32_t>(joint.nodes().size());
     traced->num_outputs_ = outputs.size();
@@ -131,7 +139,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
         differentiable.push_back(outputs[i]);
         Tensor placeholder =
             ones(outputs[i].sizes(), TensorOptions(outputs[i].dtype()).device(outputs[i].device()));
-        tracer.add_input(placeholder, "grad" + std::to_string(i));
+        tracer.add_input(placeholder, indexed("grad", i));
         placeholders.push_back(std::move(placeholder));
       }
     }
@@ -181,9 +189,10 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     if (!traced->has_backward_) break;
     const OutputAlias alias = joint.output_alias(i);
     if (alias.kind != AliasKind::None) {
-      traced->eager_reason_ = "output " + std::to_string(i) + " is " + alias_kind_name(alias.kind) +
-                              " " + std::to_string(alias.index) +
-                              " and needs a gradient; return a new tensor (clone() it)";
+      std::ostringstream reason;
+      reason << "output " << i << " is " << alias_kind_name(alias.kind) << " " << alias.index
+             << " and needs a gradient; return a new tensor (clone() it)";
+      traced->eager_reason_ = reason.str();
       return traced;
     }
   }
@@ -192,7 +201,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     traced->parts_->forward.verify();
     traced->parts_->backward.verify();
   } else {
-    traced->inference_ = without_dead_nodes(joint);
+    traced->inference_ = without_dead_nodes(joint, joint.name() + "_inference");
     traced->inference_->verify();
   }
   traced->build(options);

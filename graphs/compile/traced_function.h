@@ -23,7 +23,10 @@ struct Signature {
     DType dtype;
     Device device;
     bool requires_grad;
-    friend bool operator==(const Input&, const Input&) = default;
+    friend bool operator==(const Input& a, const Input& b) {
+      return IntArrayRef(a.sizes) == IntArrayRef(b.sizes) && a.dtype == b.dtype &&
+             a.device == b.device && a.requires_grad == b.requires_grad;
+    }
   };
   std::vector<Input> inputs;
   bool grad_mode = true;

@@ -22,8 +22,9 @@ Value value_like(const Tensor& tensor, ValueOrigin origin, std::int32_t index) {
 // Two values over one memory are the same tensor when they read it the same way (an in-place
 // op's result is its target, written).
 bool same_layout(const Value& a, const Value& b) {
-  return a.sizes == b.sizes && a.strides == b.strides && a.storage_offset == b.storage_offset &&
-         a.dtype == b.dtype;
+  return IntArrayRef(a.sizes) == IntArrayRef(b.sizes) &&
+         IntArrayRef(a.strides) == IntArrayRef(b.strides) &&
+         a.storage_offset == b.storage_offset && a.dtype == b.dtype;
 }
 
 }  // namespace

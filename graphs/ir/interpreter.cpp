@@ -66,6 +66,29 @@ void check_arguments(const Graph& graph, std::span<const Tensor> given,
 
 Interpreter::Interpreter(const Graph& graph)
     : graph_(graph), constant_is_written_(graph.constants().size(), false) {
+  // Last readers: walk backwards; a value not seen yet (and not an output) is read last here.
+  std::vector<bool> read_later(graph.values().size(), false);
+  for (const ValueId output : graph.outputs()) read_later[static_cast<std::size_t>(output)] = true;
+  last_use_.resize(graph.nodes().size());
+  for (std::size_t n = graph.nodes().size(); n-- > 0;) {
+    const Node& node = graph.nodes()[n];
+    std::vector<bool>& last = last_use_[n];
+    last.assign(node.inputs.size(), false);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const auto id = static_cast<std::size_t>(node.inputs[i]);
+      // A value read twice by one node (x * x) is copied into both slots.
+      bool again_in_node = false;
+      for (std::size_t j = 0; j < node.inputs.size(); ++j) {
+        again_in_node = again_in_node || (j != i && node.inputs[j] == node.inputs[i]);
+      }
+      last[i] = !read_later[id] && !again_in_node;
+    }
+    for (const ValueId input : node.inputs) read_later[static_cast<std::size_t>(input)] = true;
+  }
+  entries_.reserve(graph.nodes().size());
+  for (const Node& node : graph.nodes()) {
+    entries_.push_back(node.kind == NodeKind::Op ? &ops::op_entry(node.op) : nullptr);
+  }
   for (const Node& node : graph.nodes()) {
     if (!node.in_place) continue;
     const Value& root = graph.value(graph.root(node.inputs[0]));
@@ -91,15 +114,20 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
     env[static_cast<std::size_t>(graph_.constants()[i])] =
         constant_is_written_[i] ? constant.clone() : constant;
   }
-  for (const Node& node : graph_.nodes()) {
+  for (std::size_t n = 0; n < graph_.nodes().size(); ++n) {
+    const Node& node = graph_.nodes()[n];
     switch (node.kind) {
       case NodeKind::Op: {
         scratch_.clear();
-        for (const ValueId input : node.inputs) {
-          scratch_.push_back(env[static_cast<std::size_t>(input)]);
+        for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+          Tensor& value = env[static_cast<std::size_t>(node.inputs[i])];
+          if (last_use_[n][i]) {
+            scratch_.push_back(std::move(value));
+          } else {
+            scratch_.push_back(value);
+          }
         }
-        const ops::OpOutputs outputs =
-            ops::dispatch(ops::op_entry(node.op), scratch_, node.attributes);
+        const ops::OpOutputs outputs = ops::dispatch(*entries_[n], scratch_, node.attributes);
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
           env[static_cast<std::size_t>(node.outputs[o])] = outputs[o];
         }

@@ -12,9 +12,11 @@
 // cloned at the start of each run, so every run starts from the traced values.
 //
 // Cost: one std::vector of tensor handles per run; no heap allocation per node for metadata
-// (the op's outputs come back in a fixed-size OpOutputs, inputs are gathered into a reused
-// buffer). Not thread-safe: one run at a time per Interpreter (each thread has its own
-// compiled functions, like its own tree manager).
+// (each node's OpEntry is looked up once, in the constructor; the op's outputs come back in a
+// fixed-size OpOutputs; inputs are gathered into a reused buffer). A value's handle is moved,
+// not copied, into the node that reads it last, so intermediate values die as soon as nothing
+// needs them, as they would in the eager function. Not thread-safe: one run at a time per
+// Interpreter (each thread has its own compiled functions, like its own tree manager).
 #pragma once
 
 #include <span>
@@ -37,6 +39,10 @@ class Interpreter {
 
  private:
   const Graph& graph_;
+  std::vector<const ops::OpEntry*> entries_;  // per node; null for views, copies and writes
+  // Per node, per input: whether this node is the value's last reader (and the value is not a
+  // graph output), so its handle can be moved out of the environment.
+  std::vector<std::vector<bool>> last_use_;
   std::vector<bool> constant_is_written_;
   std::vector<Tensor> scratch_;  // a node's inputs, reused from node to node
 };

@@ -99,7 +99,9 @@ std::string dot_escape(const std::string& text) {
 
 std::string Graph::value_name(ValueId id) const {
   const Value& v = value(id);
-  return "%" + (v.name.empty() ? std::to_string(id) : v.name);
+  std::string name = "%";
+  name += v.name.empty() ? std::to_string(id) : v.name;
+  return name;
 }
 
 std::string Graph::describe_value(ValueId id) const {
@@ -154,14 +156,14 @@ std::string Graph::to_text() const {
     out << (i == 0 ? "" : ", ") << value_name(outputs_[i]);
   }
   out << ")";
-  std::string aliases;
+  const char* separator = "  # ";
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
     const OutputAlias alias = output_alias(i);
     if (alias.kind == AliasKind::None) continue;
-    aliases += (aliases.empty() ? "" : "; ") + std::string("output ") + std::to_string(i) + " is " +
-               alias_kind_name(alias.kind) + " " + std::to_string(alias.index);
+    out << separator << "output " << i << " is " << alias_kind_name(alias.kind) << " "
+        << alias.index;
+    separator = "; ";
   }
-  if (!aliases.empty()) out << "  # " << aliases;
   out << "\n}\n";
   return out.str();
 }
@@ -173,8 +175,9 @@ std::string Graph::to_dot() const {
   // the value that flows along it.
   auto producer = [this](ValueId id) {
     const Value& v = value(id);
-    if (v.origin == ValueOrigin::Node) return "n" + std::to_string(v.index);
-    return "v" + std::to_string(id);
+    std::string name = v.origin == ValueOrigin::Node ? "n" : "v";
+    name += std::to_string(v.origin == ValueOrigin::Node ? v.index : id);
+    return name;
   };
   for (const ValueId id : inputs_) {
     out << "  v" << id << " [shape=ellipse, label=\"" << dot_escape(describe_value(id))
@@ -192,7 +195,10 @@ std::string Graph::to_dot() const {
     const Node& node = nodes_[i];
     std::string label = node_label(node);
     const std::string attributes = node_attributes(node);
-    if (!attributes.empty()) label += "\\n" + dot_escape(attributes);
+    if (!attributes.empty()) {
+      label += "\\n";
+      label += dot_escape(attributes);
+    }
     out << "  n" << i << " [shape=box" << (node.kind == NodeKind::Op ? "" : ", style=rounded")
         << ", label=\"" << label << "\"];\n";
     for (const ValueId input : node.inputs) {

@@ -88,7 +88,8 @@ void Graph::verify() const {
                       "in place");
           const Value& target = value(node.inputs[0]);
           const Value& result = value(node.outputs[0]);
-          GROVE_CHECK(result.sizes == target.sizes && result.dtype == target.dtype,
+          GROVE_CHECK(IntArrayRef(result.sizes) == IntArrayRef(target.sizes) &&
+                          result.dtype == target.dtype,
                       fail_prefix(n), "an in-place result must have its target's shape ",
                       describe_value(node.inputs[0]));
           break;
@@ -122,7 +123,7 @@ void Graph::verify() const {
       case NodeKind::Copy: {
         GROVE_CHECK(node.inputs.size() == 1 && node.outputs.size() == 1, fail_prefix(n),
                     "a copy reads one value and makes one");
-        GROVE_CHECK(value(node.outputs[0]).sizes == value(node.inputs[0]).sizes,
+        GROVE_CHECK(IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(value(node.inputs[0]).sizes),
                     fail_prefix(n), "a copy keeps its source's sizes");
         break;
       }
@@ -133,7 +134,7 @@ void Graph::verify() const {
                     fail_prefix(n), "a ", node.write == WriteKind::Copy ? "copy_" : "fill_",
                     " reads ", expected_inputs, " value(s) and writes the first in place");
         const Value& target = value(node.inputs[0]);
-        GROVE_CHECK(value(node.outputs[0]).sizes == target.sizes, fail_prefix(n),
+        GROVE_CHECK(IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(target.sizes), fail_prefix(n),
                     "a write's result has its target's shape");
         if (node.write == WriteKind::Copy) {
           const Value& source = value(node.inputs[1]);

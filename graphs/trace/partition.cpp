@@ -202,12 +202,12 @@ Partition partition_joint(const Graph& joint, std::size_t num_inputs, std::size_
   return parts;
 }
 
-Graph without_dead_nodes(const Graph& graph) {
+Graph without_dead_nodes(const Graph& graph, std::string name) {
   std::vector<bool> needed(graph.values().size(), false);
   for (const ValueId output : graph.outputs()) needed[static_cast<std::size_t>(output)] = true;
   const auto num_nodes = static_cast<std::int32_t>(graph.nodes().size());
   const std::vector<bool> live = mark_live(graph, 0, num_nodes, needed);
-  Graph result(graph.name());
+  Graph result(std::move(name));
   std::vector<ValueId> map(graph.values().size(), kNoValue);
   for (const ValueId id : graph.inputs()) {
     map[static_cast<std::size_t>(id)] = result.add_input(graph.value(id), graph.value(id).name);

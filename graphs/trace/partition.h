@@ -48,7 +48,7 @@ struct Partition {
 Partition partition_joint(const Graph& joint, std::size_t num_inputs, std::size_t num_outputs,
                           std::int32_t forward_end);
 
-// The graph without the nodes nothing needs (for a trace without a backward).
-Graph without_dead_nodes(const Graph& graph);
+// `graph` without the nodes nothing needs (for a trace without a backward), named `name`.
+Graph without_dead_nodes(const Graph& graph, std::string name);
 
 }  // namespace grove::graphs

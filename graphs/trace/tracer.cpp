@@ -90,7 +90,9 @@ ValueId Tracer::value_of(const Tensor& tensor) {
     }
     id = graph_.add_constant(std::move(snapshot));
   } else {
-    id = graph_.add_static(tensor);
+    std::string name = "p";  // a parameter, usually
+    name += std::to_string(graph_.statics().size());
+    id = graph_.add_static(tensor, std::move(name));
     static_tensors_.push_back(tensor);
   }
   define(tensor, id);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -85,17 +86,27 @@ Tensor targets(std::int64_t n, std::uint64_t seed) {
 TEST_F(CompileTest, TheTraceOfALayerPrintsAsTextAndDotAndVerifies) {
   on_fresh_thread([] {
     const Mlp mlp;
-    CompiledFunction layer = compile(
-        [&](const TensorList& in) { return TensorList{relu(linear(in[0], mlp.w1, mlp.b1))}; },
-        quiet(CompileMode::Interpret));
     const autograd::NoGradGuard no_grad;
-    layer({input({5, 8}, 7)});
-    const std::string text = layer.dump();
-    EXPECT_NE(text.find("graph compiled(%x0: float32[5, 8]"), std::string::npos) << text;
-    EXPECT_NE(text.find("static %"), std::string::npos) << text;
-    EXPECT_NE(text.find("= linear(%x0"), std::string::npos) << text;
-    EXPECT_NE(text.find("= relu("), std::string::npos) << text;
-    EXPECT_NE(text.find("return ("), std::string::npos) << text;
+    const std::shared_ptr<TracedFunction> traced = TracedFunction::trace(
+        [&](const TensorList& in) { return TensorList{relu(linear(in[0], mlp.w1, mlp.b1))}; },
+        {input({5, 8}, 7)}, quiet(CompileMode::Interpret));
+    ASSERT_FALSE(traced->has_backward());
+    const Graph& graph = traced->inference_graph();
+    graph.verify();
+    std::ostringstream on;  // how the text names a value's device when it is not the CPU
+    if (!kTestDevice.is_cpu()) on << " on " << kTestDevice;
+    const std::string device = on.str();
+    EXPECT_EQ(graph.to_text(),
+              "graph compiled_inference(%x0: float32[5, 8]" + device +
+                  ", static %p0: float32[16, 8]" + device + ", static %p1: float32[16]" +
+                  device + ") {\n  %3: float32[5, 16]" + device +
+                  " = linear(%x0, %p0, %p1)\n  %4: float32[5, 16]" + device +
+                  " = relu(%3)\n  return (%4)\n}\n");
+    const std::string dot = graph.to_dot();
+    EXPECT_NE(dot.find("digraph \"compiled_inference\""), std::string::npos) << dot;
+    EXPECT_NE(dot.find("n0 [shape=box, label=\"linear\"]"), std::string::npos) << dot;
+    EXPECT_NE(dot.find("v0 -> n0 [label=\"%x0\"]"), std::string::npos) << dot;
+    EXPECT_NE(dot.find("n1 -> return"), std::string::npos) << dot;
   });
 }
 
@@ -113,7 +124,7 @@ TEST_F(CompileTest, ViewsAndCopiesAreNodesAndConstantsKeepTheirTracedValues) {
     const autograd::NoGradGuard no_grad;
     for (int call = 0; call < 4; ++call) {
       const Tensor x = input({2, 3}, 10 + call);
-      expect_equal(x.t() * 2.0, f({x})[0], "call " + std::to_string(call));
+      expect_equal(x.t() * 2.0, f(x), "call " + std::to_string(call));
     }
     const std::string text = f.dump();
     EXPECT_NE(text.find("= permute(%x0) dims=[1, 0]"), std::string::npos) << text;
@@ -193,16 +204,16 @@ TEST_F(CompileTest, ThePartitionOfATwoLayerMlpSavesOnlyWhatTheBackwardReads) {
     for (std::size_t k = 0; k < parts.saved.size(); ++k) {
       saved.push_back(backward.describe_value(backward.inputs()[k]));
     }
-    // The backward needs x (for w1's gradient), the first layer's output before relu (relu's
-    // rule) and after (w2's gradient), the logits with the targets and the log-sum-exp
-    // (cross_entropy's rule); nothing else the forward made.
-    const std::vector<std::string> expected = {
-        "%saved0: float32[6, 8]",  "%saved1: int64[6]",      "%saved2: float32[6, 16]",
-        "%saved3: float32[6, 16]", "%saved4: float32[6, 4]", "%saved5: float32[6]"};
+    // The backward needs x (w1's gradient), the targets, relu's output (w2's gradient, and
+    // relu's rule, which reads its output, not its input), the logits and the log-sum-exp
+    // (cross_entropy's rule); nothing else the forward made: not the first linear's output.
+    const std::vector<std::string> expected = {"%saved0: float32[6, 8]", "%saved1: int64[6]",
+                                               "%saved2: float32[6, 16]", "%saved3: float32[6, 4]",
+                                               "%saved4: float32[6]"};
     EXPECT_EQ(saved, expected) << traced->dump();
     EXPECT_EQ(parts.saved_input_index[0], 0);  // x: kept by the caller, not returned
     EXPECT_EQ(parts.saved_input_index[1], 1);  // the targets
-    EXPECT_EQ(traced->forward_graph().outputs().size(), 1u + 4u);
+    EXPECT_EQ(traced->forward_graph().outputs().size(), 1u + 3u);  // the loss, and 3 saved
     EXPECT_EQ(backward.outputs().size(), 4u);  // w1, b1, w2, b2
   });
 }
