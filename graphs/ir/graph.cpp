@@ -165,14 +165,7 @@ OutputAlias Graph::output_alias(std::size_t output) const {
   GROVE_INTERNAL_ASSERT(output < outputs_.size(), "graph ", name_, ": no output ", output);
   const ValueId id = outputs_[output];
   const ValueId memory = root(id);
-  // An earlier output with the same memory: the caller gets two handles on one buffer.
-  for (std::size_t earlier = 0; earlier < output; ++earlier) {
-    const ValueId other = outputs_[earlier];
-    if (root(other) != memory) continue;
-    const bool same = same_layout(value(other), value(id));
-    return {same ? AliasKind::Output : AliasKind::ViewOfOutput,
-            static_cast<std::int32_t>(earlier)};
-  }
+  // The caller's own tensors first: an input or a static input, or a view of one.
   const Value& root_value = value(memory);
   const bool same = same_layout(root_value, value(id));
   if (root_value.origin == ValueOrigin::Input) {
@@ -180,6 +173,13 @@ OutputAlias Graph::output_alias(std::size_t output) const {
   }
   if (root_value.origin == ValueOrigin::Static) {
     return {same ? AliasKind::Static : AliasKind::ViewOfStatic, root_value.index};
+  }
+  // An earlier output over the same memory: the caller gets two handles on one buffer.
+  for (std::size_t earlier = 0; earlier < output; ++earlier) {
+    const ValueId other = outputs_[earlier];
+    if (root(other) != memory) continue;
+    return {same_layout(value(other), value(id)) ? AliasKind::Output : AliasKind::ViewOfOutput,
+            static_cast<std::int32_t>(earlier)};
   }
   return {};
 }

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "graphs/compile/compile.h"
 #include "graphs/compile/traced_function.h"
+#include "graphs/trace/tracer.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
@@ -132,6 +134,49 @@ TEST_F(CompileTest, ViewsAndCopiesAreNodesAndConstantsKeepTheirTracedValues) {
     EXPECT_NE(text.find("= constant"), std::string::npos) << text;
     EXPECT_NE(text.find("= add_("), std::string::npos) << text;
     EXPECT_EQ(f.stats().traces, 1u);
+  });
+}
+
+TEST_F(CompileTest, OutputAliasingIsRecorded) {
+  on_fresh_thread([] {
+    const autograd::NoGradGuard no_grad;
+    const std::shared_ptr<TracedFunction> traced = TracedFunction::trace(
+        [](const TensorList& in) {
+          const Tensor y = in[0] + 1.0;
+          return TensorList{in[0], in[0].t(), y, y, y.view({6})};
+        },
+        {input({2, 3}, 1)}, quiet(CompileMode::Interpret));
+    const Graph& graph = traced->inference_graph();
+    const AliasKind expected[] = {AliasKind::Input, AliasKind::ViewOfInput, AliasKind::None,
+                                  AliasKind::Output, AliasKind::ViewOfOutput};
+    const std::int32_t index[] = {0, 0, -1, 2, 2};
+    for (std::size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(graph.output_alias(i).kind, expected[i]) << "output " << i << "\n"
+                                                         << graph.to_text();
+      EXPECT_EQ(graph.output_alias(i).index, index[i]) << "output " << i;
+    }
+  });
+}
+
+TEST_F(CompileTest, AnotherThreadsOpsNeverReachATrace) {
+  on_fresh_thread([] {
+    Graph graph("one_thread");
+    const Tensor x = input({4}, 1);
+    {
+      Tracer tracer(graph);
+      tracer.add_input(x, "x");
+      const Tensor y = relu(x);
+      std::thread loader([&] {  // a data loader's work while the trace runs
+        const Tensor batch = zeros({4}, TensorOptions().device(kTestDevice));
+        const Tensor scaled = (batch + 1.0).t().contiguous();
+        (void)scaled;
+      });
+      loader.join();
+      tracer.finish({exp(y)});
+    }
+    ASSERT_EQ(graph.nodes().size(), 2u) << graph.to_text();
+    EXPECT_EQ(graph.nodes()[0].op, OpKind::Relu);
+    EXPECT_EQ(graph.nodes()[1].op, OpKind::Exp);
   });
 }
 
@@ -277,12 +322,20 @@ TEST_F(CompileTest, ACompiledBlockInsideAnEagerModelAccumulatesLikeEager) {
       head.set_grad({});
       sum(matmul(mlp.forward(x), head)).backward();
       const Tensor eager_w1 = mlp.w1.grad().clone(), eager_head = head.grad().clone();
-      // Twice through the compiled block, summed: gradients accumulate over both uses.
       mlp.zero_grad();
       head.set_grad({});
       sum(matmul(block(x), head)).backward();
       expect_equal(eager_w1, mlp.w1.grad(), "w1");
       expect_equal(eager_head, head.grad(), "head");
+      // Twice through the compiled block before one backward (two forwards pending, their
+      // backwards in reverse order): the gradients of both uses add up, as in eager mode.
+      const Tensor x2 = input({3, 8}, 60 + step);
+      mlp.zero_grad();
+      sum(matmul(mlp.forward(x), head) + matmul(mlp.forward(x2), head)).backward();
+      const Tensor eager_twice = mlp.w1.grad().clone();
+      mlp.zero_grad();
+      sum(matmul(block(x), head) + matmul(block(x2), head)).backward();
+      expect_equal(eager_twice, mlp.w1.grad(), "w1, two uses");
     }
   });
 }
