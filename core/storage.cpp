@@ -1,8 +1,26 @@
 #include "core/storage.h"
 
+#include <atomic>
+
 #include "core/caching_allocator.h"
 
 namespace grove {
+namespace {
+
+// Relaxed: a serial only orders storages made on one thread against reads of latest_serial()
+// on that thread (the tracer's); across threads any order will do.
+std::atomic<std::uint64_t> storages_made{0};
+
+}  // namespace
+
+Storage::Storage(DataPtr data_ptr, std::size_t nbytes)
+    : data_ptr_(std::move(data_ptr)),
+      nbytes_(nbytes),
+      serial_(storages_made.fetch_add(1, std::memory_order_relaxed) + 1) {}
+
+std::uint64_t Storage::latest_serial() {
+  return storages_made.load(std::memory_order_relaxed);
+}
 
 StoragePtr Storage::allocate(std::size_t nbytes, Device device, Stream stream) {
   DataPtr data = allocator_for(device).allocate(nbytes, stream);

@@ -64,14 +64,22 @@ class Storage final : public IntrusiveTarget {
   std::uint64_t version() const { return version_; }
   void bump_version() { ++version_; }
 
+  // Storages are numbered in the order they are made, process-wide (1, 2, ...): a storage whose
+  // serial is above latest_storage_serial() read at some moment was made after it. The tracer
+  // of compile() tells a tensor the traced function made (a constant) from one it found
+  // (a parameter) this way.
+  std::uint64_t serial() const { return serial_; }
+  static std::uint64_t latest_serial();
+
  private:
-  Storage(DataPtr data_ptr, std::size_t nbytes) : data_ptr_(std::move(data_ptr)), nbytes_(nbytes) {}
+  Storage(DataPtr data_ptr, std::size_t nbytes);
   void release_resources() override { data_ptr_.free(); }
   [[noreturn]] void throw_access_error() const;
 
   DataPtr data_ptr_;
   std::size_t nbytes_;
   std::uint64_t version_ = 0;
+  std::uint64_t serial_;
   std::unique_ptr<std::string> access_error_;
 };
 

@@ -9,6 +9,7 @@
 #include "core/core_observer.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/data_ptr.h"
+#include "core/host_reads.h"
 #include "core/stream.h"
 
 namespace grove {
@@ -74,7 +75,7 @@ template <typename T>
 T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
-  check_not_capturing(device(), "item()");
+  check_host_read(device(), "item()");
   const SuspendCoreObservers host_read;  // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
@@ -91,7 +92,7 @@ T Tensor::item() const {
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
-  check_not_capturing(device(), "to_vector()");
+  check_host_read(device(), "to_vector()");
   const SuspendCoreObservers host_read;  // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();

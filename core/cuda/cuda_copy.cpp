@@ -21,6 +21,7 @@
 #include "core/cuda/cuda_device.h"
 #include "core/cuda/device_errors.h"
 #include "core/cuda/pinned_memory.h"
+#include "core/host_reads.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
 
@@ -60,7 +61,11 @@ void copy_between_devices(const Tensor& dst, const Tensor& src, bool non_blockin
               " directly is not supported yet; copy through the host (.to(kCPU).to(device))");
   const Device device = dst.device().is_cuda() ? dst.device() : src.device();
   check_device(device, "copy_");
-  check_not_capturing(device, "copy_ between the host and a CUDA device");
+  if (dst.device().is_cpu()) {
+    check_host_read(device, "copy_ from a CUDA device to the host");
+  } else {
+    check_not_capturing(device, "copy_ between the host and a CUDA device");
+  }
   if (dst.numel() == 0) return;
   const std::size_t nbytes = static_cast<std::size_t>(dst.numel()) * element_size(dst.dtype());
   const Stream grove_stream = current_stream(device);

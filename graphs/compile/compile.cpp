@@ -1,0 +1,131 @@
+// compile(): the per-signature cache of traces and the eager fallbacks. See compile.h.
+#include "graphs/compile/compile.h"
+
+#include <iostream>
+#include <sstream>
+
+#include "graphs/compile/traced_function.h"
+
+namespace grove::graphs {
+namespace detail {
+
+struct CompiledState {
+  std::function<TensorList(const TensorList&)> function;
+  CompileOptions options;
+  CompileStats stats;
+  std::vector<std::string> warnings;
+  std::vector<std::pair<Signature, std::shared_ptr<TracedFunction>>> traces;
+
+  void warn(const std::string& message) {
+    warnings.push_back(message);
+    if (options.print_warnings) std::cerr << "grove: " << message << "\n";
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+TracedFunction& trace_for(detail::CompiledState& state, const TensorList& inputs) {
+  const Signature signature = Signature::of(inputs);
+  for (auto it = state.traces.begin(); it != state.traces.end(); ++it) {
+    if (!(it->first == signature)) continue;
+    if (!state.options.retrace_on_released_static || !it->second->static_released()) {
+      return *it->second;
+    }
+    state.warn("compiled function '" + state.options.name + "': a static input of its trace for " +
+               signature.describe() +
+               " is no longer held by anything but the trace (a parameter was replaced?); "
+               "tracing again");
+    ++state.stats.retraces;
+    state.traces.erase(it);
+    break;
+  }
+  std::shared_ptr<TracedFunction> traced =
+      TracedFunction::trace(state.function, inputs, state.options);
+  ++state.stats.traces;
+  const auto limit = static_cast<std::size_t>(state.options.trace_warn_limit);
+  if (limit > 0 && state.traces.size() + 1 == limit) {
+    state.warn("compiled function '" + state.options.name + "' has been traced for " +
+               std::to_string(limit) + " input signatures (the latest: " + signature.describe() +
+               "); each new shape, dtype, device or requires_grad traces and records again");
+  }
+  if (traced->eager()) {
+    state.warn("compiled function '" + state.options.name + "' runs eagerly for " +
+               signature.describe() + ": " + traced->eager_reason());
+  }
+  state.traces.emplace_back(signature, traced);
+  return *state.traces.back().second;
+}
+
+}  // namespace
+
+TensorList CompiledFunction::operator()(const TensorList& inputs) const {
+  GROVE_CHECK(state_ != nullptr, "calling an empty CompiledFunction; make one with compile()");
+  detail::CompiledState& state = *state_;
+  ++state.stats.calls;
+  if (state.options.mode == CompileMode::Eager) return state.function(inputs);
+  TracedFunction& traced = trace_for(state, inputs);
+  if (!traced.eager()) return traced.call(inputs);
+  GROVE_CHECK(!state.options.or_error, "compiled function '", state.options.name,
+              "' cannot be replayed: ", traced.eager_reason(),
+              " (CompileOptions::or_error is set; unset it to run such calls eagerly)");
+  ++state.stats.eager_calls;
+  ++state.stats.eager_reasons[traced.eager_reason()];
+  return state.function(inputs);
+}
+
+Tensor CompiledFunction::operator()(const Tensor& input) const {
+  const TensorList outputs = (*this)(TensorList{input});
+  GROVE_CHECK(!outputs.empty(), "compiled function '", state_->options.name,
+              "' returned no tensors; the one-tensor call returns the first");
+  return outputs[0];
+}
+
+const CompileStats& CompiledFunction::stats() const {
+  GROVE_CHECK(state_ != nullptr, "an empty CompiledFunction has no stats");
+  return state_->stats;
+}
+
+const std::vector<std::string>& CompiledFunction::warnings() const {
+  GROVE_CHECK(state_ != nullptr, "an empty CompiledFunction has no warnings");
+  return state_->warnings;
+}
+
+std::string CompiledFunction::dump() const {
+  GROVE_CHECK(state_ != nullptr, "an empty CompiledFunction has nothing to dump");
+  std::ostringstream out;
+  for (const auto& [signature, traced] : state_->traces) {
+    out << "# " << state_->options.name << " for " << signature.describe() << "\n"
+        << traced->dump();
+  }
+  return out.str();
+}
+
+void CompiledFunction::reset() const {
+  GROVE_CHECK(state_ != nullptr, "an empty CompiledFunction has nothing to reset");
+  state_->traces.clear();
+}
+
+CompiledFunction compile(std::function<TensorList(const TensorList&)> function,
+                         CompileOptions options) {
+  GROVE_CHECK(static_cast<bool>(function), "compile: the function is empty");
+  CompiledFunction compiled;
+  compiled.state_ = std::make_shared<detail::CompiledState>();
+  compiled.state_->function = std::move(function);
+  compiled.state_->options = std::move(options);
+  return compiled;
+}
+
+CompiledFunction compile(std::function<Tensor(const Tensor&)> function, CompileOptions options) {
+  GROVE_CHECK(static_cast<bool>(function), "compile: the function is empty");
+  return compile(
+      [function = std::move(function)](const TensorList& inputs) {
+        GROVE_CHECK(inputs.size() == 1, "this compiled function takes one tensor, but got ",
+                    inputs.size());
+        return TensorList{function(inputs[0])};
+      },
+      std::move(options));
+}
+
+}  // namespace grove::graphs

@@ -1,0 +1,319 @@
+// TracedFunction: tracing one signature, partitioning it, registering its graphs with the tree
+// manager, and the autograd node that runs the backward graph.
+#include "graphs/compile/traced_function.h"
+
+#include <sstream>
+
+#include "autograd/autograd_meta.h"
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "core/host_reads.h"
+#include "graphs/trace/tracer.h"
+
+namespace grove::graphs {
+namespace {
+
+// Runs `interpreter` on `all` = (inputs..., statics...) without recording autograd: the
+// compiled function's own node stands for the whole graph.
+TensorList interpret(Interpreter& interpreter, const TensorList& all, std::size_t num_inputs) {
+  const autograd::NoGradGuard no_grad;
+  const std::span<const Tensor> everything(all);
+  return interpreter.run(everything.first(num_inputs), everything.subspan(num_inputs));
+}
+
+// The backward of a compiled function's outputs: runs its backward graph. One per call.
+class CompiledBackward final : public autograd::Node {
+ public:
+  CompiledBackward(std::shared_ptr<TracedFunction> traced, std::vector<Tensor> saved,
+                   std::vector<autograd::TensorMeta> output_metas,
+                   std::vector<autograd::Edge> edges, std::string name)
+      : Node(static_cast<std::uint32_t>(output_metas.size()), std::move(edges)),
+        traced_(std::move(traced)),
+        saved_(std::move(saved)),
+        output_metas_(std::move(output_metas)),
+        name_(std::move(name)) {
+    for (const Tensor& tensor : saved_) saved_versions_.push_back(tensor.version());
+  }
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
+    GROVE_CHECK(!released_, name(),
+                ": the backward of this call already ran and freed what it saved; pass "
+                "retain_graph=true to the first backward to run it twice");
+    TensorList inputs = saved_;
+    for (std::size_t k = 0; k < saved_.size(); ++k) {
+      GROVE_CHECK(saved_[k].version() == saved_versions_[k], name(), ": saved tensor ", k,
+                  " (", autograd::describe(saved_[k]),
+                  ") was modified in place after the compiled call; its backward needs the "
+                  "values it had then. Clone it before changing it");
+    }
+    for (std::size_t j = 0; j < output_metas_.size(); ++j) {
+      const autograd::TensorMeta& meta = output_metas_[j];
+      inputs.push_back(grad_outputs[j].defined()
+                           ? grad_outputs[j]
+                           : zeros(meta.sizes, TensorOptions(meta.dtype).device(meta.device)));
+    }
+    TensorList grads = traced_->run_backward(inputs);
+    return grads;
+  }
+
+  std::string name() const override { return name_; }
+  void release_saved() override {
+    saved_.clear();
+    released_ = true;
+  }
+
+ protected:
+  void release_resources() override {
+    saved_.clear();
+    traced_.reset();
+    Node::release_resources();
+  }
+
+ private:
+  std::shared_ptr<TracedFunction> traced_;
+  std::vector<Tensor> saved_;
+  std::vector<std::uint64_t> saved_versions_;
+  std::vector<autograd::TensorMeta> output_metas_;
+  std::string name_;
+  bool released_ = false;
+};
+
+// "x0", "grad2": names of inputs in the traced graph. (Built by appending: g++ 12 warns
+// falsely about `"x" + std::to_string(i)` at -O3, -Wrestrict.)
+std::string indexed(const char* prefix, std::size_t index) {
+  std::string name = prefix;
+  name += std::to_string(index);
+  return name;
+}
+
+}  // namespace
+
+Signature Signature::of(const TensorList& inputs) {
+  Signature signature;
+  signature.grad_mode = autograd::GradMode::is_enabled();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& input = inputs[i];
+    GROVE_CHECK(input.defined(), "compiled function: input ", i,
+                " is undefined; pass defined tensors");
+    signature.inputs.push_back(
+        {DimVector(input.sizes()), input.dtype(), input.device(), input.requires_grad()});
+  }
+  return signature;
+}
+
+std::string Signature::describe() const {
+  std::ostringstream out;
+  out << "(";
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Input& input = inputs[i];
+    out << (i == 0 ? "" : ", ") << dtype_name(input.dtype) << input.sizes;
+    if (!input.device.is_cpu()) out << " on " << input.device;
+    if (input.requires_grad) out << " requires_grad";
+  }
+  out << "), grad " << (grad_mode ? "on" : "off");
+  return out.str();
+}
+
+std::shared_ptr<TracedFunction> TracedFunction::trace(
+    const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
+    const CompileOptions& options) {
+  std::shared_ptr<TracedFunction> traced(new TracedFunction());
+  traced->name_ = options.name;
+  traced->mode_ = options.mode;
+  traced->num_inputs_ = inputs.size();
+  Graph joint(options.name);
+  std::int32_t forward_end = 0;
+  try {
+    Tracer tracer(joint);
+    for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
+    const TensorList outputs = function(inputs);
+    forward_end = static_cast<std::int32_t>(joint.nodes().size());
+    traced->num_outputs_ = outputs.size();
+    TensorList results = outputs;
+    // The backward: the engine on the outputs that require gradients, with placeholders.
+    std::vector<Tensor> differentiable, placeholders, targets;
+    if (autograd::GradMode::is_enabled()) {
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        if (!outputs[i].defined() || !outputs[i].requires_grad()) continue;
+        traced->differentiable_.push_back(i);
+        differentiable.push_back(outputs[i]);
+        Tensor placeholder =
+            ones(outputs[i].sizes(), TensorOptions(outputs[i].dtype()).device(outputs[i].device()));
+        tracer.add_input(placeholder, indexed("grad", i));
+        placeholders.push_back(std::move(placeholder));
+      }
+    }
+    if (!differentiable.empty()) {
+      std::vector<std::int64_t> candidates;
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (!inputs[i].requires_grad()) continue;
+        candidates.push_back(static_cast<std::int64_t>(i));
+        targets.push_back(inputs[i]);
+      }
+      const std::vector<Tensor>& statics = tracer.static_tensors();
+      for (std::size_t k = 0; k < statics.size(); ++k) {
+        if (!statics[k].requires_grad()) continue;
+        candidates.push_back(-1 - static_cast<std::int64_t>(k));
+        targets.push_back(statics[k]);
+      }
+      const std::vector<Tensor> grads =
+          targets.empty() ? std::vector<Tensor>{}
+                          : autograd::grad(differentiable, targets, placeholders,
+                                           {.retain_graph = false, .allow_unused = true});
+      for (std::size_t t = 0; t < grads.size(); ++t) {
+        if (!grads[t].defined()) continue;  // the outputs do not depend on this target
+        traced->grad_targets_.push_back(candidates[t]);
+        results.push_back(grads[t]);
+      }
+      traced->has_backward_ = !traced->grad_targets_.empty();
+    }
+    tracer.finish(results);
+    traced->statics_ = tracer.static_tensors();
+  } catch (const HostReadDuringTrace& error) {
+    traced->eager_reason_ = error.message();
+    return traced;
+  }
+  joint.verify();
+  // One device per trace: its tree manager is per device.
+  traced->device_ = inputs.empty() ? (traced->statics_.empty() ? kCPU : traced->statics_[0].device())
+                                   : inputs[0].device();
+  for (const Value& value : joint.values()) {
+    if (value.device == traced->device_) continue;
+    std::ostringstream reason;
+    reason << "it uses tensors on " << value.device << " and on " << traced->device_
+           << "; a graph runs on one device";
+    traced->eager_reason_ = reason.str();
+    return traced;
+  }
+  for (const std::size_t i : traced->differentiable_) {
+    if (!traced->has_backward_) break;
+    const OutputAlias alias = joint.output_alias(i);
+    if (alias.kind != AliasKind::None) {
+      std::ostringstream reason;
+      reason << "output " << i << " is " << alias_kind_name(alias.kind) << " " << alias.index
+             << " and needs a gradient; return a new tensor (clone() it)";
+      traced->eager_reason_ = reason.str();
+      return traced;
+    }
+  }
+  if (traced->has_backward_) {
+    traced->parts_ = partition_joint(joint, traced->num_inputs_, traced->num_outputs_, forward_end);
+    traced->parts_->forward.verify();
+    traced->parts_->backward.verify();
+  } else {
+    traced->inference_ = without_dead_nodes(joint, joint.name() + "_inference");
+    traced->inference_->verify();
+  }
+  traced->build(options);
+  return traced;
+}
+
+void TracedFunction::build(const CompileOptions& options) {
+  if (has_backward_) {
+    forward_interpreter_ = std::make_unique<Interpreter>(parts_->forward);
+    backward_interpreter_ = std::make_unique<Interpreter>(parts_->backward);
+  } else {
+    forward_interpreter_ = std::make_unique<Interpreter>(*inference_);
+  }
+  if (mode_ != CompileMode::Graphed) return;
+  TreeManager& manager = tree_manager(device_);
+  if (options.tree_options) manager.options() = *options.tree_options;
+  auto wrap = [&](const Graph& graph, Interpreter* interpreter, FunctionMode mode,
+                  const char* part) {
+    WrappedFunction function;
+    function.name = name_ + " " + part;
+    function.mode = mode;
+    const std::size_t num_inputs = graph.inputs().size();
+    for (std::size_t i = 0; i < graph.statics().size(); ++i) {
+      function.static_input_indices.push_back(static_cast<int>(num_inputs + i));
+    }
+    for (const ValueId id : graph.inputs()) function.input_names.push_back(graph.value_name(id));
+    for (const ValueId id : graph.statics()) function.input_names.push_back(graph.value_name(id));
+    function.callable = [interpreter, num_inputs](const TensorList& all) {
+      return interpret(*interpreter, all, num_inputs);
+    };
+    return manager.add_function(std::move(function));
+  };
+  if (has_backward_) {
+    forward_function_ =
+        wrap(parts_->forward, forward_interpreter_.get(), FunctionMode::Forward, "forward");
+    backward_function_ =
+        wrap(parts_->backward, backward_interpreter_.get(), FunctionMode::Backward, "backward");
+  } else {
+    forward_function_ =
+        wrap(*inference_, forward_interpreter_.get(), FunctionMode::Inference, "inference");
+  }
+}
+
+bool TracedFunction::static_released() const {
+  for (const Tensor& tensor : statics_) {
+    if (tensor.impl()->strong_count() == 1) return true;
+  }
+  return false;
+}
+
+TensorList TracedFunction::call(const TensorList& inputs) {
+  GROVE_INTERNAL_ASSERT(!eager(), "TracedFunction::call on an eager trace");
+  const Graph& graph = has_backward_ ? parts_->forward : *inference_;
+  const std::vector<std::int32_t>& used_statics =
+      has_backward_ ? parts_->forward_statics : std::vector<std::int32_t>{};
+  TensorList all = inputs;
+  if (has_backward_) {
+    for (const std::int32_t k : used_statics) all.push_back(statics_[static_cast<std::size_t>(k)]);
+  } else {
+    for (const Tensor& tensor : statics_) all.push_back(tensor);
+  }
+  GROVE_INTERNAL_ASSERT(all.size() == graph.inputs().size() + graph.statics().size(),
+                        "compiled call: ", all.size(), " tensors for graph ", graph.name());
+  TensorList outputs = forward_function_ ? (*forward_function_)(all)
+                                         : interpret(*forward_interpreter_, all, inputs.size());
+  if (!has_backward_) return outputs;
+
+  // The saved values: the function's inputs the backward reads, and what the forward returned
+  // after the function's outputs (Note [What the forward saves for the backward]).
+  std::vector<Tensor> saved;
+  std::size_t next_computed = num_outputs_;
+  for (const std::int32_t input : parts_->saved_input_index) {
+    saved.push_back(input >= 0 ? inputs[static_cast<std::size_t>(input)].detach()
+                               : outputs[next_computed++]);
+  }
+  outputs.resize(num_outputs_);
+  std::vector<autograd::Edge> edges;
+  for (const std::int64_t target : grad_targets_) {
+    const Tensor& tensor = target >= 0 ? inputs[static_cast<std::size_t>(target)]
+                                       : statics_[static_cast<std::size_t>(-1 - target)];
+    edges.push_back(tensor.requires_grad() ? autograd::gradient_edge(tensor) : autograd::Edge{});
+  }
+  std::vector<autograd::TensorMeta> metas;
+  for (const std::size_t i : differentiable_) metas.push_back(autograd::TensorMeta::of(outputs[i]));
+  auto node = IntrusivePtr<CompiledBackward>::make(
+      shared_from_this(), std::move(saved), std::move(metas), std::move(edges),
+      "CompiledBackward(" + name_ + ")");
+  for (std::size_t j = 0; j < differentiable_.size(); ++j) {
+    autograd::set_history(outputs[differentiable_[j]], node, static_cast<std::uint32_t>(j));
+  }
+  return outputs;
+}
+
+TensorList TracedFunction::run_backward(const TensorList& saved_and_grads) {
+  TensorList all = saved_and_grads;
+  for (const std::int32_t k : parts_->backward_statics) {
+    all.push_back(statics_[static_cast<std::size_t>(k)]);
+  }
+  if (!backward_function_) {
+    return interpret(*backward_interpreter_, all, saved_and_grads.size());
+  }
+  TensorList grads = (*backward_function_)(all);
+  // The backward graph's outputs live in the tree manager's pool and die with the generation;
+  // a leaf keeps its gradient longer (AccumulateGrad would adopt the tensor itself).
+  for (Tensor& grad : grads) grad = grad.clone();
+  return grads;
+}
+
+std::string TracedFunction::dump() const {
+  if (eager()) return "runs eagerly: " + *eager_reason_ + "\n";
+  if (!has_backward_) return inference_->to_text();
+  return parts_->forward.to_text() + parts_->backward.to_text();
+}
+
+}  // namespace grove::graphs

@@ -1,0 +1,94 @@
+// TracedFunction: one traced signature of a compiled function: its graphs, the interpreters
+// that run them, their managed functions, and the call that ties them to autograd.
+// See graphs/compile/compile.h for the whole story; this file is steps 1-4 for one signature.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graphs/compile/compile.h"
+#include "graphs/ir/graph.h"
+#include "graphs/ir/interpreter.h"
+#include "graphs/trace/partition.h"
+#include "graphs/tree_manager.h"
+
+namespace grove::graphs {
+
+// What makes two calls the same trace.
+struct Signature {
+  struct Input {
+    DimVector sizes;
+    DType dtype;
+    Device device;
+    bool requires_grad;
+    friend bool operator==(const Input& a, const Input& b) {
+      return IntArrayRef(a.sizes) == IntArrayRef(b.sizes) && a.dtype == b.dtype &&
+             a.device == b.device && a.requires_grad == b.requires_grad;
+    }
+  };
+  std::vector<Input> inputs;
+  bool grad_mode = true;
+  friend bool operator==(const Signature&, const Signature&) = default;
+
+  static Signature of(const TensorList& inputs);
+  std::string describe() const;  // "(float32[128, 784], float32[128] requires_grad), grad on"
+};
+
+class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
+ public:
+  // Traces `function` on `inputs` (running it once). If the trace cannot be replayed, the
+  // result is eager() with the reason.
+  static std::shared_ptr<TracedFunction> trace(
+      const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
+      const CompileOptions& options);
+
+  // Runs the traced graphs on `inputs` (of this signature) and returns the outputs, with an
+  // autograd node attached when the trace has a backward.
+  TensorList call(const TensorList& inputs);
+
+  bool eager() const { return eager_reason_.has_value(); }
+  const std::string& eager_reason() const { return *eager_reason_; }
+  // True when grove holds the last handle on a static input (the caller dropped it).
+  bool static_released() const;
+  std::string dump() const;
+
+  // The graphs (for tests): forward and backward when has_backward(), else inference.
+  bool has_backward() const { return has_backward_; }
+  const Graph& forward_graph() const { return parts_->forward; }
+  const Graph& backward_graph() const { return parts_->backward; }
+  const Graph& inference_graph() const { return *inference_; }
+  const Partition& partition() const { return *parts_; }
+
+  // --- used by the autograd node ---
+  TensorList run_backward(const TensorList& saved_and_grads);
+  // Which output gradients the backward takes, and where its results go.
+  const std::vector<std::size_t>& differentiable_outputs() const { return differentiable_; }
+
+ private:
+  TracedFunction() = default;
+  void build(const CompileOptions& options);
+  TensorList run_forward(const TensorList& inputs);
+  TensorList run_inference(const TensorList& inputs);
+
+  std::string name_;
+  CompileMode mode_ = CompileMode::Graphed;
+  Device device_ = kCPU;
+  std::optional<std::string> eager_reason_;
+  bool has_backward_ = false;
+  std::size_t num_inputs_ = 0;
+  std::size_t num_outputs_ = 0;
+
+  std::vector<Tensor> statics_;               // the joint trace's static inputs, in order
+  std::vector<std::size_t> differentiable_;   // outputs that get a gradient placeholder
+  // Gradient targets, in the order of the joint graph's gradient outputs: an input index, or
+  // -1 - k for static input k.
+  std::vector<std::int64_t> grad_targets_;
+  std::optional<Partition> parts_;
+  std::optional<Graph> inference_;
+  std::unique_ptr<Interpreter> forward_interpreter_, backward_interpreter_;
+  std::optional<ManagedFunction> forward_function_, backward_function_;
+};
+
+}  // namespace grove::graphs

@@ -1,0 +1,166 @@
+// Interpreter: node by node, the same calls the traced function made. See interpreter.h.
+#include "graphs/ir/interpreter.h"
+
+#include "core/error.h"
+#include "ops/op_table.h"
+
+namespace grove::graphs {
+namespace {
+
+// The view `node` made of `source` at trace time, made again of the tensor `source` is now.
+Tensor remake_view(const Node& node, const Tensor& source, const Value& result) {
+  const IntArrayRef args = node.args;
+  switch (node.derived) {
+    case DerivedKind::Reshape:
+      return source.view(result.sizes);
+    case DerivedKind::Permute:
+      return source.permute(args);
+    case DerivedKind::Slice: {
+      // args = {dim, start, step}; the traced result's length along dim gives the end.
+      const std::int64_t dim = args[0];
+      const std::int64_t start = args[1];
+      const std::int64_t step = args[2];
+      const std::int64_t length = result.sizes[static_cast<std::size_t>(dim)];
+      return source.slice(dim, start, start + (length == 0 ? 0 : (length - 1) * step + 1), step);
+    }
+    case DerivedKind::Select:
+      return source.select(args[0], args[1]);
+    case DerivedKind::Expand:
+      return source.expand(result.sizes);
+    case DerivedKind::AsStrided:
+      return source.as_strided(result.sizes, result.strides, args[0]);
+    case DerivedKind::Copy:
+      break;
+  }
+  GROVE_INTERNAL_ASSERT(false, "remake_view: a Copy is not a view");
+  return {};
+}
+
+// A copy as clone, contiguous and to() make it: same values, the result's dtype and device.
+Tensor remake_copy(const Tensor& source, const Value& result) {
+  Tensor copy = source;
+  if (copy.device() != result.device) copy = copy.to(result.device);
+  if (copy.dtype() != result.dtype) copy = copy.to(result.dtype);
+  // to() of the same device and dtype returns its input; the trace saw a new tensor.
+  if (copy.impl() == source.impl()) copy = source.clone();
+  return copy;
+}
+
+void check_arguments(const Graph& graph, std::span<const Tensor> given,
+                     const std::vector<ValueId>& expected, const char* what) {
+  GROVE_CHECK(given.size() == expected.size(), "graph ", graph.name(), ": expected ",
+              expected.size(), " ", what, ", but got ", given.size());
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    const Value& v = graph.value(expected[i]);
+    GROVE_CHECK(given[i].defined() && given[i].sizes() == IntArrayRef(v.sizes) &&
+                    given[i].dtype() == v.dtype && given[i].device() == v.device,
+                "graph ", graph.name(), ": ", what, " ", i, " must be ", dtype_name(v.dtype),
+                v.sizes, " on ", v.device, " as traced, but got ",
+                given[i].defined() ? std::string(dtype_name(given[i].dtype())) : "undefined",
+                given[i].defined() ? given[i].sizes() : IntArrayRef{}, given[i].defined() ? " on " : "",
+                given[i].defined() ? given[i].device() : kCPU);
+  }
+}
+
+}  // namespace
+
+Interpreter::Interpreter(const Graph& graph)
+    : graph_(graph), constant_is_written_(graph.constants().size(), false) {
+  // Last readers: walk backwards; a value not seen yet (and not an output) is read last here.
+  std::vector<bool> read_later(graph.values().size(), false);
+  for (const ValueId output : graph.outputs()) read_later[static_cast<std::size_t>(output)] = true;
+  last_use_.resize(graph.nodes().size());
+  for (std::size_t n = graph.nodes().size(); n-- > 0;) {
+    const Node& node = graph.nodes()[n];
+    std::vector<bool>& last = last_use_[n];
+    last.assign(node.inputs.size(), false);
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const auto id = static_cast<std::size_t>(node.inputs[i]);
+      // A value read twice by one node (x * x) is copied into both slots.
+      bool again_in_node = false;
+      for (std::size_t j = 0; j < node.inputs.size(); ++j) {
+        again_in_node = again_in_node || (j != i && node.inputs[j] == node.inputs[i]);
+      }
+      last[i] = !read_later[id] && !again_in_node;
+    }
+    for (const ValueId input : node.inputs) read_later[static_cast<std::size_t>(input)] = true;
+  }
+  entries_.reserve(graph.nodes().size());
+  for (const Node& node : graph.nodes()) {
+    entries_.push_back(node.kind == NodeKind::Op ? &ops::op_entry(node.op) : nullptr);
+  }
+  for (const Node& node : graph.nodes()) {
+    if (!node.in_place) continue;
+    const Value& root = graph.value(graph.root(node.inputs[0]));
+    if (root.origin == ValueOrigin::Constant) {
+      constant_is_written_[static_cast<std::size_t>(root.index)] = true;
+    }
+  }
+}
+
+std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
+                                     std::span<const Tensor> statics) {
+  check_arguments(graph_, inputs, graph_.inputs(), "inputs");
+  check_arguments(graph_, statics, graph_.statics(), "static inputs");
+  std::vector<Tensor> env(graph_.values().size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    env[static_cast<std::size_t>(graph_.inputs()[i])] = inputs[i];
+  }
+  for (std::size_t i = 0; i < statics.size(); ++i) {
+    env[static_cast<std::size_t>(graph_.statics()[i])] = statics[i];
+  }
+  for (std::size_t i = 0; i < graph_.constants().size(); ++i) {
+    const Tensor& constant = graph_.constant_value(i);
+    env[static_cast<std::size_t>(graph_.constants()[i])] =
+        constant_is_written_[i] ? constant.clone() : constant;
+  }
+  for (std::size_t n = 0; n < graph_.nodes().size(); ++n) {
+    const Node& node = graph_.nodes()[n];
+    switch (node.kind) {
+      case NodeKind::Op: {
+        scratch_.clear();
+        for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+          Tensor& value = env[static_cast<std::size_t>(node.inputs[i])];
+          if (last_use_[n][i]) {
+            scratch_.push_back(std::move(value));
+          } else {
+            scratch_.push_back(value);
+          }
+        }
+        const ops::OpOutputs outputs = ops::dispatch(*entries_[n], scratch_, node.attributes);
+        for (std::size_t o = 0; o < node.outputs.size(); ++o) {
+          env[static_cast<std::size_t>(node.outputs[o])] = outputs[o];
+        }
+        break;
+      }
+      case NodeKind::View:
+        env[static_cast<std::size_t>(node.outputs[0])] =
+            remake_view(node, env[static_cast<std::size_t>(node.inputs[0])],
+                        graph_.value(node.outputs[0]));
+        break;
+      case NodeKind::Copy:
+        env[static_cast<std::size_t>(node.outputs[0])] = remake_copy(
+            env[static_cast<std::size_t>(node.inputs[0])], graph_.value(node.outputs[0]));
+        break;
+      case NodeKind::Write: {
+        const Tensor& target = env[static_cast<std::size_t>(node.inputs[0])];
+        if (node.write == WriteKind::Copy) {
+          target.copy_(env[static_cast<std::size_t>(node.inputs[1])]);
+        } else {
+          target.fill_(node.value);
+        }
+        env[static_cast<std::size_t>(node.outputs[0])] = target;
+        break;
+      }
+    }
+  }
+  scratch_.clear();
+  std::vector<Tensor> results;
+  results.reserve(graph_.outputs().size());
+  for (const ValueId output : graph_.outputs()) {
+    results.push_back(env[static_cast<std::size_t>(output)]);
+  }
+  return results;
+}
+
+}  // namespace grove::graphs

@@ -1,0 +1,150 @@
+// Tracer: the observer callbacks that turn ops, views, copies and writes into Graph nodes.
+// See Note [What a trace sees] in tracer.h.
+#include "graphs/trace/tracer.h"
+
+#include "core/error.h"
+#include "core/storage.h"
+
+namespace grove::graphs {
+
+Tracer::Tracer(Graph& graph) : graph_(graph), first_serial_(Storage::latest_serial()) {
+  GROVE_INTERNAL_ASSERT(graph.nodes().empty() && graph.values().empty(),
+                        "a Tracer needs an empty graph");
+  ops::add_op_observer(this);
+  add_core_observer(this);
+  active_ = true;
+  no_host_reads_.emplace();
+}
+
+Tracer::~Tracer() {
+  if (!active_) return;
+  remove_core_observer(this);
+  ops::remove_op_observer(this);
+}
+
+ValueId Tracer::add_input(const Tensor& input, std::string name) {
+  GROVE_CHECK(input.defined(), "trace of ", graph_.name(), ": input ", graph_.inputs().size(),
+              " is undefined");
+  GROVE_CHECK(!values_.contains(input.impl()), "trace of ", graph_.name(), ": input ",
+              graph_.inputs().size(),
+              " is the same tensor as an earlier input; pass each tensor once");
+  const ValueId id = graph_.add_input(input, std::move(name));
+  define(input, id);
+  return id;
+}
+
+void Tracer::finish(const std::vector<Tensor>& outputs) {
+  GROVE_INTERNAL_ASSERT(active_, "Tracer::finish called twice");
+  std::vector<ValueId> ids;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    GROVE_CHECK(outputs[i].defined(), "trace of ", graph_.name(), ": output ", i,
+                " is undefined; a compiled function returns defined tensors");
+    ids.push_back(value_of(outputs[i]));
+  }
+  graph_.set_outputs(std::move(ids));
+  remove_core_observer(this);
+  ops::remove_op_observer(this);
+  no_host_reads_.reset();
+  active_ = false;
+}
+
+void Tracer::define(const Tensor& tensor, ValueId value) {
+  values_[tensor.impl()] = value;
+  by_storage_[tensor.storage().get()].push_back(value);
+  seen_.push_back(tensor);
+}
+
+std::optional<ValueId> Tracer::alias_of(const Tensor& tensor) {
+  const auto found = by_storage_.find(tensor.storage().get());
+  if (found == by_storage_.end()) return std::nullopt;
+  const std::vector<ValueId>& over_storage = found->second;
+  for (auto it = over_storage.rbegin(); it != over_storage.rend(); ++it) {
+    const Value& v = graph_.value(*it);
+    if (IntArrayRef(v.sizes) == tensor.sizes() && IntArrayRef(v.strides) == tensor.strides() &&
+        v.storage_offset == tensor.storage_offset() && v.dtype == tensor.dtype()) {
+      return *it;
+    }
+  }
+  // Another layout over traced memory: an as_strided view of the newest value there.
+  Node node;
+  node.kind = NodeKind::View;
+  node.derived = DerivedKind::AsStrided;
+  node.args = {tensor.storage_offset()};
+  node.inputs = {over_storage.back()};
+  const std::int32_t index = graph_.add_node(std::move(node), std::span<const Tensor>(&tensor, 1));
+  return graph_.nodes()[static_cast<std::size_t>(index)].outputs[0];
+}
+
+ValueId Tracer::value_of(const Tensor& tensor) {
+  if (auto found = values_.find(tensor.impl()); found != values_.end()) return found->second;
+  ValueId id;
+  if (const std::optional<ValueId> alias = alias_of(tensor)) {
+    id = *alias;
+  } else if (tensor.storage()->serial() > first_serial_) {
+    // Made during the trace without an op: keep its values as they are now, before any node
+    // of the trace changes them (see the Note).
+    Tensor snapshot;
+    {
+      const SuspendCoreObservers quiet;
+      snapshot = tensor.detach().clone();
+    }
+    id = graph_.add_constant(std::move(snapshot));
+  } else {
+    std::string name = "p";  // a parameter, usually
+    name += std::to_string(graph_.statics().size());
+    id = graph_.add_static(tensor, std::move(name));
+    static_tensors_.push_back(tensor);
+  }
+  define(tensor, id);
+  return id;
+}
+
+void Tracer::before_in_place(const ops::OpCall& call) {
+  // Resolve every input now: a constant's snapshot must hold its values before the write.
+  for (const Tensor& input : call.inputs) value_of(input);
+}
+
+void Tracer::on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) {
+  Node node;
+  node.kind = NodeKind::Op;
+  node.op = call.kind;
+  node.attributes = call.attributes;
+  node.in_place = outputs.size() == 1 && !call.inputs.empty() &&
+                  outputs[0].impl() == call.inputs[0].impl();
+  node.inputs.reserve(call.inputs.size());
+  for (const Tensor& input : call.inputs) node.inputs.push_back(value_of(input));
+  const std::int32_t index = graph_.add_node(std::move(node), outputs.span());
+  const Node& added = graph_.nodes()[static_cast<std::size_t>(index)];
+  for (std::size_t i = 0; i < outputs.size(); ++i) define(outputs[i], added.outputs[i]);
+}
+
+void Tracer::on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
+                        IntArrayRef args) {
+  Node node;
+  node.kind = kind == DerivedKind::Copy ? NodeKind::Copy : NodeKind::View;
+  node.derived = kind;
+  node.args = args;
+  node.inputs = {value_of(source)};
+  const std::int32_t index = graph_.add_node(std::move(node), std::span<const Tensor>(&result, 1));
+  define(result, graph_.nodes()[static_cast<std::size_t>(index)].outputs[0]);
+}
+
+void Tracer::before_write(const CoreWrite& write) {
+  value_of(write.target);
+  if (write.source != nullptr) value_of(*write.source);
+}
+
+void Tracer::on_write(const CoreWrite& write) {
+  Node node;
+  node.kind = NodeKind::Write;
+  node.write = write.kind;
+  node.value = write.value;
+  node.in_place = true;
+  node.inputs = {value_of(write.target)};
+  if (write.source != nullptr) node.inputs.push_back(value_of(*write.source));
+  const std::int32_t index =
+      graph_.add_node(std::move(node), std::span<const Tensor>(&write.target, 1));
+  define(write.target, graph_.nodes()[static_cast<std::size_t>(index)].outputs[0]);
+}
+
+}  // namespace grove::graphs

@@ -1,0 +1,88 @@
+// Tracer: records what a function does, on this thread, into a graphs::Graph.
+//
+// While a Tracer is active it is an op observer and a core observer of the calling thread only
+// (Note [Op observers] in ops/dispatch.h, Note [Core observers] in core/core_observer.h), so
+// every op the function dispatches becomes an Op node, and every view, copy and write core makes
+// becomes a View, Copy or Write node. Other threads (a data loader) never leak into the trace.
+//
+// Note [What a trace sees]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor that reaches a node is one of:
+//   - a graph input: the caller registered it with add_input();
+//   - a value the trace defined (an op's output, a view, a copy, a written tensor);
+//   - another handle on a traced value's memory that core did not report: detach() (autograd
+//     saves its tensors detached), or a tensor made before the trace over a traced storage.
+//     With the same layout it is that value (the newest one over that memory); otherwise an
+//     as_strided view of it;
+//   - a tensor the function found but was not given. If its memory existed before the trace
+//     began (Storage::serial), it is a static input: a parameter, a buffer, a tensor held by
+//     the closure, used in place on every replay. If the function made it during the trace
+//     without an op (zeros, full, from_vector), it is a constant: the graph keeps a snapshot of
+//     its values taken before anything in the trace changed it, so a replay starts from the
+//     same values the trace did.
+// A trace is a snapshot of the function's behaviour for these inputs: control flow that
+// depends on values, and host-side state the function reads, are baked in (as in
+// torch.jit.trace, JAX's jit and tinygrad's TinyJit). A host read of tensor data during the
+// trace (item(), to_vector(), a device-to-host copy) cannot be replayed: while a Tracer is
+// active, core refuses it with a HostReadDuringTrace error (Note [Host reads during a trace] in
+// core/host_reads.h), which compile() turns into an eager fallback with the reason.
+//
+// Usage: Tracer tracer(graph); add the inputs; call the function; finish(outputs). One Tracer
+// per trace; it keeps every tensor it saw alive until it dies, so a freed tensor's address can
+// never be mistaken for another's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/core_observer.h"
+#include "core/host_reads.h"
+#include "graphs/ir/graph.h"
+#include "ops/dispatch.h"
+
+namespace grove::graphs {
+
+class Tracer final : public ops::OpObserver, public CoreObserver {
+ public:
+  // Starts observing this thread. `graph` must be empty and outlive the Tracer.
+  explicit Tracer(Graph& graph);
+  ~Tracer() override;
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  // Registers a graph input (before the function runs).
+  ValueId add_input(const Tensor& input, std::string name = {});
+  // Sets the graph's outputs and stops observing. The function's outputs must be defined.
+  void finish(const std::vector<Tensor>& outputs);
+
+  // The tensors behind the graph's static inputs, in order (what a replay passes as statics).
+  const std::vector<Tensor>& static_tensors() const { return static_tensors_; }
+
+  // The value `tensor` is, resolving unknown tensors as Note [What a trace sees] says.
+  ValueId value_of(const Tensor& tensor);
+
+  // --- observer callbacks ---
+  void before_in_place(const ops::OpCall& call) override;
+  void on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) override;
+  void on_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
+                  IntArrayRef args) override;
+  void before_write(const CoreWrite& write) override;
+  void on_write(const CoreWrite& write) override;
+
+ private:
+  void define(const Tensor& tensor, ValueId value);
+  std::optional<ValueId> alias_of(const Tensor& tensor);
+
+  Graph& graph_;
+  std::uint64_t first_serial_;  // storages with a larger serial were made during the trace
+  std::unordered_map<const TensorImpl*, ValueId> values_;
+  std::unordered_map<const Storage*, std::vector<ValueId>> by_storage_;  // in definition order
+  std::vector<Tensor> seen_;  // keeps every traced tensor's impl alive (see the file comment)
+  std::vector<Tensor> static_tensors_;
+  bool active_ = false;
+  std::optional<NoHostReadsGuard> no_host_reads_;  // from the constructor to finish()
+};
+
+}  // namespace grove::graphs

@@ -1,0 +1,418 @@
+// compile(): traces, partitions and graphed calls of ordinary grove functions, compared with
+// eager mode on the device of the build (CPU here; the same file on cuda(0) with label gpu).
+// Each scenario runs on a fresh thread, so it gets a fresh tree manager and generation state.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "graphs/compile/compile.h"
+#include "graphs/compile/traced_function.h"
+#include "graphs/trace/tracer.h"
+#include "ops/conv.h"
+#include "ops/elementwise.h"
+#include "ops/inplace.h"
+#include "ops/layer_norm.h"
+#include "ops/linalg.h"
+#include "ops/pool.h"
+#include "ops/random.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+#include "tree_test_util.h"
+
+namespace grove::graphs {
+namespace {
+
+using namespace grove::ops;
+using testing::kTestDevice;
+using CompileTest = testing::TreeTest;
+
+// Runs `body` on a fresh thread (a fresh tree manager for kTestDevice, quiet, with debug checks).
+void on_fresh_thread(const std::function<void()>& body) {
+  testing::with_manager([&](TreeManager&) { body(); });
+}
+
+CompileOptions quiet(CompileMode mode = CompileMode::Graphed) {
+  CompileOptions options;
+  options.mode = mode;
+  options.print_warnings = false;
+  options.tree_options = testing::test_options();
+  return options;
+}
+
+Tensor on_device(const Tensor& cpu) {
+  return cpu.to(kTestDevice);
+}
+
+// Parameters drawn on the CPU (the generator's reference numbers), then moved.
+Tensor parameter(IntArrayRef sizes, std::uint64_t seed) {
+  Generator generator(seed);
+  Tensor values = rand(sizes, {}, &generator);
+  return on_device(values * 0.5 - 0.25).requires_grad_();
+}
+
+Tensor input(IntArrayRef sizes, std::uint64_t seed) {
+  Generator generator(seed);
+  return on_device(randn(sizes, {}, &generator));
+}
+
+// Equal bits on the CPU; on a GPU the same kernels run on both paths, so also equal.
+void expect_equal(const Tensor& expected, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(expected.sizes(), got.sizes()) << what;
+  const std::vector<float> a = expected.detach().to(kCPU).to_vector<float>();
+  const std::vector<float> b = got.detach().to(kCPU).to_vector<float>();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i], b[i]) << what << ": element " << i;
+  }
+}
+
+struct Mlp {
+  Tensor w1 = parameter({16, 8}, 1), b1 = parameter({16}, 2);
+  Tensor w2 = parameter({4, 16}, 3), b2 = parameter({4}, 4);
+  std::vector<Tensor> parameters() const { return {w1, b1, w2, b2}; }
+  Tensor forward(const Tensor& x) const { return linear(relu(linear(x, w1, b1)), w2, b2); }
+  void zero_grad() const {
+    for (const Tensor& p : parameters()) p.set_grad({});
+  }
+};
+
+Tensor targets(std::int64_t n, std::uint64_t seed) {
+  Generator generator(seed);
+  return randint(0, 4, {n}, &generator, kTestDevice);
+}
+
+TEST_F(CompileTest, TheTraceOfALayerPrintsAsTextAndDotAndVerifies) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    const autograd::NoGradGuard no_grad;
+    const std::shared_ptr<TracedFunction> traced = TracedFunction::trace(
+        [&](const TensorList& in) { return TensorList{relu(linear(in[0], mlp.w1, mlp.b1))}; },
+        {input({5, 8}, 7)}, quiet(CompileMode::Interpret));
+    ASSERT_FALSE(traced->has_backward());
+    const Graph& graph = traced->inference_graph();
+    graph.verify();
+    std::ostringstream on;  // how the text names a value's device when it is not the CPU
+    if (!kTestDevice.is_cpu()) on << " on " << kTestDevice;
+    const std::string device = on.str();
+    EXPECT_EQ(graph.to_text(),
+              "graph compiled_inference(%x0: float32[5, 8]" + device +
+                  ", static %p0: float32[16, 8]" + device + ", static %p1: float32[16]" +
+                  device + ") {\n  %3: float32[5, 16]" + device +
+                  " = linear(%x0, %p0, %p1)\n  %4: float32[5, 16]" + device +
+                  " = relu(%3)\n  return (%4)\n}\n");
+    const std::string dot = graph.to_dot();
+    EXPECT_NE(dot.find("digraph \"compiled_inference\""), std::string::npos) << dot;
+    EXPECT_NE(dot.find("n0 [shape=box, label=\"linear\"]"), std::string::npos) << dot;
+    EXPECT_NE(dot.find("v0 -> n0 [label=\"%x0\"]"), std::string::npos) << dot;
+    EXPECT_NE(dot.find("n1 -> return"), std::string::npos) << dot;
+  });
+}
+
+TEST_F(CompileTest, ViewsAndCopiesAreNodesAndConstantsKeepTheirTracedValues) {
+  on_fresh_thread([] {
+    // x.t().contiguous() is a view and a copy; the zeros the function makes and writes is a
+    // constant that every call starts again from.
+    CompiledFunction f = compile(
+        [](const TensorList& in) {
+          Tensor acc = zeros({3, 2}, TensorOptions().device(kTestDevice));
+          add_(acc, in[0].t().contiguous());
+          return TensorList{acc * 2.0};
+        },
+        quiet());
+    const autograd::NoGradGuard no_grad;
+    for (int call = 0; call < 4; ++call) {
+      const Tensor x = input({2, 3}, 10 + call);
+      expect_equal(x.t() * 2.0, f(x), "call " + std::to_string(call));
+    }
+    const std::string text = f.dump();
+    EXPECT_NE(text.find("= permute(%x0) dims=[1, 0]"), std::string::npos) << text;
+    EXPECT_NE(text.find("= copy("), std::string::npos) << text;
+    EXPECT_NE(text.find("= constant"), std::string::npos) << text;
+    EXPECT_NE(text.find("= add_("), std::string::npos) << text;
+    EXPECT_EQ(f.stats().traces, 1u);
+  });
+}
+
+TEST_F(CompileTest, OutputAliasingIsRecorded) {
+  on_fresh_thread([] {
+    const autograd::NoGradGuard no_grad;
+    const std::shared_ptr<TracedFunction> traced = TracedFunction::trace(
+        [](const TensorList& in) {
+          const Tensor y = in[0] + 1.0;
+          return TensorList{in[0], in[0].t(), y, y, y.view({6})};
+        },
+        {input({2, 3}, 1)}, quiet(CompileMode::Interpret));
+    const Graph& graph = traced->inference_graph();
+    const AliasKind expected[] = {AliasKind::Input, AliasKind::ViewOfInput, AliasKind::None,
+                                  AliasKind::Output, AliasKind::ViewOfOutput};
+    const std::int32_t index[] = {0, 0, -1, 2, 2};
+    for (std::size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(graph.output_alias(i).kind, expected[i]) << "output " << i << "\n"
+                                                         << graph.to_text();
+      EXPECT_EQ(graph.output_alias(i).index, index[i]) << "output " << i;
+    }
+  });
+}
+
+TEST_F(CompileTest, AnotherThreadsOpsNeverReachATrace) {
+  on_fresh_thread([] {
+    Graph graph("one_thread");
+    const Tensor x = input({4}, 1);
+    {
+      Tracer tracer(graph);
+      tracer.add_input(x, "x");
+      const Tensor y = relu(x);
+      std::thread loader([&] {  // a data loader's work while the trace runs
+        const Tensor batch = zeros({4}, TensorOptions().device(kTestDevice));
+        const Tensor scaled = (batch + 1.0).t().contiguous();
+        (void)scaled;
+      });
+      loader.join();
+      tracer.finish({exp(y)});
+    }
+    ASSERT_EQ(graph.nodes().size(), 2u) << graph.to_text();
+    EXPECT_EQ(graph.nodes()[0].op, OpKind::Relu);
+    EXPECT_EQ(graph.nodes()[1].op, OpKind::Exp);
+  });
+}
+
+TEST_F(CompileTest, VerifyNamesTheNodeWhoseShapeDisagreesWithItsOp) {
+  Graph graph("bad");
+  const ValueId x = graph.add_input(zeros({2, 3}), "x");
+  Node node;
+  node.op = OpKind::Relu;
+  node.inputs = {x};
+  const Tensor wrong = zeros({3, 2});
+  graph.add_node(node, std::span<const Tensor>(&wrong, 1));
+  graph.set_outputs({graph.nodes()[0].outputs[0]});
+  try {
+    graph.verify();
+    FAIL() << "verify accepted relu of [2, 3] recorded as [3, 2]";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("graph bad: node 0"), std::string::npos) << message;
+    EXPECT_NE(message.find("relu of these inputs makes float32[2, 3]"), std::string::npos)
+        << message;
+  }
+}
+
+TEST_F(CompileTest, CompiledMlpEqualsEagerInLossAndGradientsAndReplaysAfterOneRecording) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction loss_of = compile(
+        [&](const TensorList& in) {
+          return TensorList{cross_entropy(mlp.forward(in[0]), in[1])};
+        },
+        quiet());
+    for (int step = 0; step < 5; ++step) {
+      const Tensor x = input({6, 8}, 100 + step);
+      const Tensor t = targets(6, 200 + step);
+      mlp.zero_grad();
+      const Tensor eager = cross_entropy(mlp.forward(x), t);
+      eager.backward();
+      std::vector<Tensor> eager_grads;
+      for (const Tensor& p : mlp.parameters()) eager_grads.push_back(p.grad().clone());
+      mlp.zero_grad();
+      const Tensor compiled = loss_of({x, t})[0];
+      EXPECT_TRUE(compiled.requires_grad());
+      compiled.backward();
+      const std::string what = "step " + std::to_string(step);
+      expect_equal(eager, compiled, what + " loss");
+      for (std::size_t i = 0; i < eager_grads.size(); ++i) {
+        expect_equal(eager_grads[i], mlp.parameters()[i].grad(), what + " grad " + std::to_string(i));
+      }
+    }
+    EXPECT_EQ(loss_of.stats().traces, 1u);
+    EXPECT_EQ(loss_of.stats().eager_calls, 0u);
+    const TreeCounters& counters = tree_manager(kTestDevice).counters();
+    EXPECT_EQ(counters.recordings, 2u);  // the forward and the backward, once each
+    EXPECT_EQ(counters.eager_fallbacks, 0u);
+    EXPECT_GE(counters.replays, 6u);  // steps 3-5: both functions replay
+  });
+}
+
+TEST_F(CompileTest, ThePartitionOfATwoLayerMlpSavesOnlyWhatTheBackwardReads) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    const TensorList inputs = {input({6, 8}, 1), targets(6, 2)};
+    const std::shared_ptr<TracedFunction> traced = TracedFunction::trace(
+        [&](const TensorList& in) { return TensorList{cross_entropy(mlp.forward(in[0]), in[1])}; },
+        inputs, quiet(CompileMode::Interpret));
+    ASSERT_TRUE(traced->has_backward());
+    const Partition& parts = traced->partition();
+    const Graph& backward = traced->backward_graph();
+    std::vector<std::string> saved;
+    for (std::size_t k = 0; k < parts.saved.size(); ++k) {
+      saved.push_back(backward.describe_value(backward.inputs()[k]));
+    }
+    // The backward needs x (w1's gradient), the targets, relu's output (w2's gradient, and
+    // relu's rule, which reads its output, not its input), the logits and the log-sum-exp
+    // (cross_entropy's rule); nothing else the forward made: not the first linear's output.
+    const std::vector<std::string> expected = {"%saved0: float32[6, 8]", "%saved1: int64[6]",
+                                               "%saved2: float32[6, 16]", "%saved3: float32[6, 4]",
+                                               "%saved4: float32[6]"};
+    EXPECT_EQ(saved, expected) << traced->dump();
+    EXPECT_EQ(parts.saved_input_index[0], 0);  // x: kept by the caller, not returned
+    EXPECT_EQ(parts.saved_input_index[1], 1);  // the targets
+    EXPECT_EQ(traced->forward_graph().outputs().size(), 1u + 3u);  // the loss, and 3 saved
+    EXPECT_EQ(backward.outputs().size(), 4u);  // w1, b1, w2, b2
+  });
+}
+
+TEST_F(CompileTest, InferenceUnderNoGradUsesOneInferenceGraph) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction f = compile([&](const Tensor& x) { return mlp.forward(x); }, quiet());
+    const autograd::NoGradGuard no_grad;
+    for (int call = 0; call < 3; ++call) {
+      const Tensor x = input({4, 8}, 30 + call);
+      const Tensor y = f(x);
+      EXPECT_FALSE(y.requires_grad());
+      expect_equal(mlp.forward(x), y, "call " + std::to_string(call));
+    }
+    EXPECT_NE(f.dump().find("compiled_inference"), std::string::npos) << f.dump();
+    EXPECT_EQ(tree_manager(kTestDevice).counters().recordings, 1u);
+  });
+}
+
+TEST_F(CompileTest, ANewInputShapeTracesAgain) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction f = compile([&](const Tensor& x) { return mlp.forward(x); }, quiet());
+    const autograd::NoGradGuard no_grad;
+    for (const std::int64_t batch : {4, 4, 7, 4, 7}) {
+      const Tensor x = input({batch, 8}, static_cast<std::uint64_t>(batch));
+      expect_equal(mlp.forward(x), f(x), "batch " + std::to_string(batch));
+    }
+    EXPECT_EQ(f.stats().traces, 2u);
+  });
+}
+
+TEST_F(CompileTest, AHostReadInTheFunctionRunsItEagerlyWithTheReason) {
+  on_fresh_thread([] {
+    CompiledFunction f = compile(
+        [](const Tensor& x) { return x * sum(x).item<float>(); }, quiet());
+    const Tensor x = input({5}, 3);
+    for (int call = 0; call < 3; ++call) expect_equal(x * sum(x).item<float>(), f(x), "call");
+    EXPECT_EQ(f.stats().eager_calls, 3u);
+    ASSERT_EQ(f.stats().eager_reasons.size(), 1u);
+    EXPECT_NE(f.stats().eager_reasons.begin()->first.find("item() reads tensor data on the host"),
+              std::string::npos);
+    ASSERT_EQ(f.warnings().size(), 1u);  // said once, not per call
+
+    CompileOptions strict = quiet();
+    strict.or_error = true;
+    CompiledFunction g = compile([](const Tensor& y) { return y * sum(y).item<float>(); }, strict);
+    EXPECT_THROW(g(x), Error);
+  });
+}
+
+TEST_F(CompileTest, ACompiledBlockInsideAnEagerModelAccumulatesLikeEager) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    const Tensor head = parameter({4, 4}, 9);
+    CompiledFunction block = compile([&](const Tensor& x) { return mlp.forward(x); }, quiet());
+    for (int step = 0; step < 4; ++step) {
+      const Tensor x = input({3, 8}, 50 + step);
+      mlp.zero_grad();
+      head.set_grad({});
+      sum(matmul(mlp.forward(x), head)).backward();
+      const Tensor eager_w1 = mlp.w1.grad().clone(), eager_head = head.grad().clone();
+      mlp.zero_grad();
+      head.set_grad({});
+      sum(matmul(block(x), head)).backward();
+      expect_equal(eager_w1, mlp.w1.grad(), "w1");
+      expect_equal(eager_head, head.grad(), "head");
+      // Twice through the compiled block before one backward (two forwards pending, their
+      // backwards in reverse order): the gradients of both uses add up, as in eager mode.
+      const Tensor x2 = input({3, 8}, 60 + step);
+      mlp.zero_grad();
+      sum(matmul(mlp.forward(x), head) + matmul(mlp.forward(x2), head)).backward();
+      const Tensor eager_twice = mlp.w1.grad().clone();
+      mlp.zero_grad();
+      sum(matmul(block(x), head) + matmul(block(x2), head)).backward();
+      expect_equal(eager_twice, mlp.w1.grad(), "w1, two uses");
+    }
+  });
+}
+
+TEST_F(CompileTest, TwoChainedCompiledFunctionsGiveEagerGradients) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction first =
+        compile([&](const Tensor& x) { return relu(linear(x, mlp.w1, mlp.b1)); }, quiet());
+    CompiledFunction second =
+        compile([&](const Tensor& h) { return linear(h, mlp.w2, mlp.b2); }, quiet());
+    for (int step = 0; step < 4; ++step) {
+      const Tensor x = input({3, 8}, 70 + step);
+      const Tensor t = targets(3, 80 + step);
+      mlp.zero_grad();
+      cross_entropy(mlp.forward(x), t).backward();
+      std::vector<Tensor> eager;
+      for (const Tensor& p : mlp.parameters()) eager.push_back(p.grad().clone());
+      mlp.zero_grad();
+      cross_entropy(second(first(x)), t).backward();
+      for (std::size_t i = 0; i < eager.size(); ++i) {
+        expect_equal(eager[i], mlp.parameters()[i].grad(), "grad " + std::to_string(i));
+      }
+    }
+  });
+}
+
+TEST_F(CompileTest, AnInputThatRequiresGradGetsItsGradient) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction f = compile([&](const Tensor& x) { return sum(mlp.forward(x)); }, quiet());
+    for (int step = 0; step < 3; ++step) {
+      const Tensor x = input({2, 8}, 90 + step).requires_grad_();
+      sum(mlp.forward(x)).backward();
+      const Tensor eager = x.grad().clone();
+      x.set_grad({});
+      f(x).backward();
+      expect_equal(eager, x.grad(), "x.grad()");
+    }
+  });
+}
+
+TEST_F(CompileTest, SmallCnnAndTransformerBlockTracesMatchEager) {
+  on_fresh_thread([] {
+    const Tensor kernel = parameter({4, 1, 3, 3}, 11), bias = parameter({4}, 12);
+    const Tensor gamma = parameter({8}, 13), beta = parameter({8}, 14);
+    const Tensor wq = parameter({8, 8}, 15), wo = parameter({8, 8}, 16);
+    auto cnn = [&](const Tensor& x) {
+      return sum(max_pool2d(relu(conv2d(x, kernel, bias, {1, 1}, {1, 1})), {2, 2}));
+    };
+    auto block = [&](const Tensor& x) {  // x: (T, C); one head of causal-free self-attention
+      const Tensor h = layer_norm(x, {8}, gamma, beta);
+      const Tensor q = linear(h, wq);
+      const Tensor attention = softmax(matmul(q, q.t()) * (1.0 / std::sqrt(8.0)), -1);
+      return sum(x + linear(matmul(attention, q), wo));
+    };
+    CompiledFunction compiled_cnn = compile([&](const Tensor& x) { return cnn(x); }, quiet());
+    CompiledFunction compiled_block = compile([&](const Tensor& x) { return block(x); }, quiet());
+    for (int step = 0; step < 3; ++step) {
+      const Tensor image = input({2, 1, 6, 6}, 20 + step);
+      kernel.set_grad({});
+      cnn(image).backward();
+      const Tensor eager_kernel = kernel.grad().clone();
+      kernel.set_grad({});
+      compiled_cnn(image).backward();
+      expect_equal(eager_kernel, kernel.grad(), "conv kernel grad");
+
+      const Tensor tokens = input({5, 8}, 40 + step);
+      wq.set_grad({});
+      block(tokens).backward();
+      const Tensor eager_wq = wq.grad().clone();
+      wq.set_grad({});
+      compiled_block(tokens).backward();
+      expect_equal(eager_wq, wq.grad(), "wq grad");
+    }
+  });
+}
+
+}  // namespace
+}  // namespace grove::graphs
