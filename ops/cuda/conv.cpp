@@ -65,9 +65,10 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
   }
   const Tensor weight = call.input(1).contiguous();
   const CallBuffers buffers{input.data_ptr(), weight.data_ptr(), out.data_ptr()};
-  const ConvPlan& plan =
-      find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(), weight.sizes(),
-                out.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d");
+  // A named local, not a temporary argument: find_plan returns a reference into its cache.
+  const Conv2dAttributes geometry = Conv2dAttributes::from(call.attributes);
+  const ConvPlan& plan = find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(),
+                                   weight.sizes(), out.sizes(), geometry, buffers, "conv2d");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::Forward, plan, plan.algorithm, buffers,
                                     space.defined() ? space.data_ptr() : nullptr,
@@ -91,9 +92,10 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   const Scale scale(out.dtype());
   const Tensor weight = call.input(1).contiguous();
   const CallBuffers buffers{weight.data_ptr(), grad.data_ptr(), out.data_ptr()};
-  const ConvPlan& plan = find_plan(
-      handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
-      grad.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d_backward_input");
+  const Conv2dAttributes geometry = Conv2dAttributes::from(call.attributes);
+  const ConvPlan& plan =
+      find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
+                grad.sizes(), geometry, buffers, "conv2d_backward_input");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardData, plan, plan.algorithm, buffers,
                                     space.defined() ? space.data_ptr() : nullptr,
@@ -114,9 +116,10 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   const Scale scale(out.dtype());
   const Tensor grad = call.input(0).contiguous();
   const CallBuffers buffers{input.data_ptr(), grad.data_ptr(), out.data_ptr()};
-  const ConvPlan& plan = find_plan(
-      handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
-      grad.sizes(), Conv2dAttributes::from(call.attributes), buffers, "conv2d_backward_weight");
+  const Conv2dAttributes geometry = Conv2dAttributes::from(call.attributes);
+  const ConvPlan& plan =
+      find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
+                grad.sizes(), geometry, buffers, "conv2d_backward_weight");
   const Tensor space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardFilter, plan, plan.algorithm,
                                     buffers, space.defined() ? space.data_ptr() : nullptr,
