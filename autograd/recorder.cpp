@@ -31,8 +31,8 @@
 // (as an op input or the source of another view) is refused: take the view again after the
 // change. (PyTorch instead rebuilds the view's history; grove refuses rather than guess.)
 //
-// Registration: a static object below fills both of autograd's slots when the program starts. Static
-// libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
+// Registration: a static object below fills both of autograd's slots when the program starts.
+// Static libraries drop object files nothing refers to, so autograd/CMakeLists.txt makes every
 // program that links grove_autograd refer to `grove_autograd_installed` (-Wl,--undefined).
 #include <span>
 #include <sstream>
@@ -188,13 +188,12 @@ class Recorder final : public ops::OpObserver, public CoreObserver {
 
   void before_write(const CoreWrite& write) override {
     if (!GradMode::is_enabled()) return;
-    GROVE_CHECK(false, "Tensor::", write.name(), ": writing into ", describe(write.target),
-                write.source != nullptr ? std::string(" from ") + describe(*write.source)
-                                        : std::string(),
-                " while grad mode is on and a tensor involved requires gradients; core's "
-                "copies are not recorded. Use ops::",
-                write.name(),
-                "(...), which autograd records, or do it inside an autograd::NoGradGuard");
+    GROVE_CHECK(
+        false, "Tensor::", write.name(), ": writing into ", describe(write.target),
+        write.source != nullptr ? std::string(" from ") + describe(*write.source) : std::string(),
+        " while grad mode is on and a tensor involved requires gradients; core's "
+        "copies are not recorded. Use ops::",
+        write.name(), "(...), which autograd records, or do it inside an autograd::NoGradGuard");
   }
 };
 

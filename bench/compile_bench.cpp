@@ -79,9 +79,8 @@ void BM_CompiledMlpStep(benchmark::State& state) {
   options.tree_options = quiet_tree();
   graphs::CompiledFunction loss_of = graphs::compile(
       [&](const TensorList& in) {
-        return TensorList{
-            ops::cross_entropy(ops::linear(ops::relu(ops::linear(in[0], mlp.w1, mlp.b1)), mlp.w2, mlp.b2),
-                               in[1])};
+        return TensorList{ops::cross_entropy(
+            ops::linear(ops::relu(ops::linear(in[0], mlp.w1, mlp.b1)), mlp.w2, mlp.b2), in[1])};
       },
       options);
   auto step = [&] { loss_of({mlp.x, mlp.t})[0].backward(); };
@@ -89,8 +88,7 @@ void BM_CompiledMlpStep(benchmark::State& state) {
   wait(device);
   for (auto _ : state) step();
   wait(device);
-  state.counters["replays"] =
-      static_cast<double>(graphs::tree_manager(device).counters().replays);
+  state.counters["replays"] = static_cast<double>(graphs::tree_manager(device).counters().replays);
 }
 BENCHMARK(BM_CompiledMlpStep)->Arg(0)->Arg(1)->UseRealTime();
 
@@ -111,8 +109,9 @@ void BM_HandWrittenMlpStep(benchmark::State& state) {
     const Tensor pre = ops::linear(in[0], in[2], in[3]);
     const Tensor hidden = ops::relu(pre);
     const Tensor logits = ops::linear(hidden, in[4], in[5]);
-    const ops::OpOutputs loss = ops::dispatch(ops::op_entry(ops::OpKind::CrossEntropy),
-                                              {logits, in[1]}, ops::LossAttributes{}.to_attributes());
+    const ops::OpOutputs loss =
+        ops::dispatch(ops::op_entry(ops::OpKind::CrossEntropy), {logits, in[1]},
+                      ops::LossAttributes{}.to_attributes());
     return TensorList{loss[0], pre, hidden, logits, loss[1]};
   };
   graphs::WrappedFunction backward;
@@ -125,8 +124,8 @@ void BM_HandWrittenMlpStep(benchmark::State& state) {
     const Tensor dlogits = ops::cross_entropy_backward(in[6], in[4], in[1], in[5]);
     const Tensor dw2 = ops::matmul(dlogits.t(), in[3]);
     const Tensor db2 = ops::sum(dlogits, {0});
-    const Tensor dpre = ops::where(ops::gt(in[2], 0.0), ops::matmul(dlogits, in[7]),
-                                      ops::mul(in[2], 0.0));
+    const Tensor dpre =
+        ops::where(ops::gt(in[2], 0.0), ops::matmul(dlogits, in[7]), ops::mul(in[2], 0.0));
     const Tensor dw1 = ops::matmul(dpre.t(), in[0]);
     const Tensor db1 = ops::sum(dpre, {0});
     return TensorList{dw1, db1, dw2, db2};

@@ -18,8 +18,7 @@ std::atomic<CoreObserver*> autograd_observer{nullptr};
 thread_local constinit bool suspended = false;
 
 bool requires_grad(const CoreWrite& write) {
-  return write.target.requires_grad() ||
-         (write.source != nullptr && write.source->requires_grad());
+  return write.target.requires_grad() || (write.source != nullptr && write.source->requires_grad());
 }
 
 // Calls `notify` on autograd's observer (if `for_autograd`) and then on a copy of this thread's

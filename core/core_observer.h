@@ -146,8 +146,7 @@ inline bool thread_has_core_observers() {
 
 // Tell the observers that may listen (see the Note); cheap to call when nobody does, but core
 // calls them only after the test above.
-void report_derived(const Tensor& source, const Tensor& result, DerivedKind kind,
-                    IntArrayRef args);
+void report_derived(const Tensor& source, const Tensor& result, DerivedKind kind, IntArrayRef args);
 void report_before_write(const CoreWrite& write);
 void report_write(const CoreWrite& write);
 

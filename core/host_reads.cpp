@@ -21,8 +21,7 @@ void check_host_read(Device device, const char* what) {
   if (host_reads_forbidden) [[unlikely]] {
     throw HostReadDuringTrace(
         detail::join_message(
-            what, " reads tensor data on the host while a function is being traced (",
-            device,
+            what, " reads tensor data on the host while a function is being traced (", device,
             "); a traced function is replayed without running its C++ code, so the value "
             "would never be read again. Move the read out of the compiled function (return "
             "the tensor and read it after the call), or run this function eagerly"),

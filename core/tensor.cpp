@@ -76,7 +76,7 @@ T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
   check_host_read(device(), "item()");
-  const SuspendCoreObservers host_read;  // see Note [Core observers]
+  const SuspendCoreObservers host_read;               // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
@@ -93,7 +93,7 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_host_read(device(), "to_vector()");
-  const SuspendCoreObservers host_read;  // see Note [Core observers]
+  const SuspendCoreObservers host_read;                    // see Note [Core observers]
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
@@ -186,10 +186,12 @@ const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   check_writable(*this, "copy_");
   const CoreWrite write{WriteKind::Copy, *this, &src, {}, non_blocking};
   const bool observed = write_is_observed(*this, &src);
-  if (observed) [[unlikely]] report_before_write(write);
+  if (observed) [[unlikely]]
+    report_before_write(write);
   copy_unreported(*this, src, non_blocking);
   bump_version();
-  if (observed) [[unlikely]] report_write(write);
+  if (observed) [[unlikely]]
+    report_write(write);
   return *this;
 }
 
@@ -197,10 +199,12 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
   const CoreWrite write{WriteKind::Fill, *this, nullptr, value, false};
   const bool observed = write_is_observed(*this, nullptr);
-  if (observed) [[unlikely]] report_before_write(write);
+  if (observed) [[unlikely]]
+    report_before_write(write);
   launch_fill(*this, value);
   bump_version();
-  if (observed) [[unlikely]] report_write(write);
+  if (observed) [[unlikely]]
+    report_write(write);
   return *this;
 }
 

@@ -82,7 +82,6 @@ class CudaAllocatorBackend final : public AllocatorBackend {
   Device device_;
 };
 
-
 }  // namespace
 
 CachingAllocator& allocator(Device device) {

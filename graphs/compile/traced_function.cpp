@@ -41,8 +41,8 @@ class CompiledBackward final : public autograd::Node {
                 "retain_graph=true to the first backward to run it twice");
     TensorList inputs = saved_;
     for (std::size_t k = 0; k < saved_.size(); ++k) {
-      GROVE_CHECK(saved_[k].version() == saved_versions_[k], name(), ": saved tensor ", k,
-                  " (", autograd::describe(saved_[k]),
+      GROVE_CHECK(saved_[k].version() == saved_versions_[k], name(), ": saved tensor ", k, " (",
+                  autograd::describe(saved_[k]),
                   ") was modified in place after the compiled call; its backward needs the "
                   "values it had then. Clone it before changing it");
     }
@@ -175,8 +175,9 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   }
   joint.verify();
   // One device per trace: its tree manager is per device.
-  traced->device_ = inputs.empty() ? (traced->statics_.empty() ? kCPU : traced->statics_[0].device())
-                                   : inputs[0].device();
+  traced->device_ = inputs.empty()
+                        ? (traced->statics_.empty() ? kCPU : traced->statics_[0].device())
+                        : inputs[0].device();
   for (const Value& value : joint.values()) {
     if (value.device == traced->device_) continue;
     std::ostringstream reason;
@@ -286,9 +287,9 @@ TensorList TracedFunction::call(const TensorList& inputs) {
   }
   std::vector<autograd::TensorMeta> metas;
   for (const std::size_t i : differentiable_) metas.push_back(autograd::TensorMeta::of(outputs[i]));
-  auto node = IntrusivePtr<CompiledBackward>::make(
-      shared_from_this(), std::move(saved), std::move(metas), std::move(edges),
-      "CompiledBackward(" + name_ + ")");
+  auto node =
+      IntrusivePtr<CompiledBackward>::make(shared_from_this(), std::move(saved), std::move(metas),
+                                           std::move(edges), "CompiledBackward(" + name_ + ")");
   for (std::size_t j = 0; j < differentiable_.size(); ++j) {
     autograd::set_history(outputs[differentiable_[j]], node, static_cast<std::uint32_t>(j));
   }

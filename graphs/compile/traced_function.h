@@ -80,8 +80,8 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;
 
-  std::vector<Tensor> statics_;               // the joint trace's static inputs, in order
-  std::vector<std::size_t> differentiable_;   // outputs that get a gradient placeholder
+  std::vector<Tensor> statics_;              // the joint trace's static inputs, in order
+  std::vector<std::size_t> differentiable_;  // outputs that get a gradient placeholder
   // Gradient targets, in the order of the joint graph's gradient outputs: an input index, or
   // -1 - k for static input k.
   std::vector<std::int64_t> grad_targets_;

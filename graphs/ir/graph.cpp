@@ -23,8 +23,8 @@ Value value_like(const Tensor& tensor, ValueOrigin origin, std::int32_t index) {
 // op's result is its target, written).
 bool same_layout(const Value& a, const Value& b) {
   return IntArrayRef(a.sizes) == IntArrayRef(b.sizes) &&
-         IntArrayRef(a.strides) == IntArrayRef(b.strides) &&
-         a.storage_offset == b.storage_offset && a.dtype == b.dtype;
+         IntArrayRef(a.strides) == IntArrayRef(b.strides) && a.storage_offset == b.storage_offset &&
+         a.dtype == b.dtype;
 }
 
 }  // namespace
@@ -101,8 +101,8 @@ ValueId Graph::add_static(const Value& like, std::string name) {
 }
 
 ValueId Graph::add_constant(Tensor snapshot) {
-  const ValueId id = add_value(value_like(snapshot, ValueOrigin::Constant,
-                                          static_cast<std::int32_t>(constants_.size())));
+  const ValueId id = add_value(
+      value_like(snapshot, ValueOrigin::Constant, static_cast<std::int32_t>(constants_.size())));
   constants_.push_back(id);
   constant_values_.push_back(std::move(snapshot));
   return id;
@@ -111,15 +111,16 @@ ValueId Graph::add_constant(Tensor snapshot) {
 std::int32_t Graph::add_node(Node node, std::span<const Tensor> results) {
   std::vector<Value> described;
   described.reserve(results.size());
-  for (const Tensor& result : results) described.push_back(value_like(result, ValueOrigin::Node, 0));
+  for (const Tensor& result : results)
+    described.push_back(value_like(result, ValueOrigin::Node, 0));
   return add_node(std::move(node), std::span<const Value>(described));
 }
 
 std::int32_t Graph::add_node(Node node, std::span<const Value> results) {
   const auto index = static_cast<std::int32_t>(nodes_.size());
   for (const ValueId input : node.inputs) {
-    GROVE_INTERNAL_ASSERT(input >= 0 && input < static_cast<ValueId>(values_.size()),
-                          "graph ", name_, ": node ", index, " reads undefined value ", input);
+    GROVE_INTERNAL_ASSERT(input >= 0 && input < static_cast<ValueId>(values_.size()), "graph ",
+                          name_, ": node ", index, " reads undefined value ", input);
   }
   // Which of the node's results share memory with what it read (see Value::base).
   ValueId shared = kNoValue;
@@ -144,8 +145,8 @@ std::int32_t Graph::add_node(Node node, std::span<const Value> results) {
 
 void Graph::set_outputs(std::vector<ValueId> outputs) {
   for (const ValueId output : outputs) {
-    GROVE_INTERNAL_ASSERT(output >= 0 && output < static_cast<ValueId>(values_.size()),
-                          "graph ", name_, ": output ", output, " is not a value");
+    GROVE_INTERNAL_ASSERT(output >= 0 && output < static_cast<ValueId>(values_.size()), "graph ",
+                          name_, ": output ", output, " is not a value");
   }
   outputs_ = std::move(outputs);
 }

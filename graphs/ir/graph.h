@@ -75,8 +75,8 @@ const char* node_kind_name(NodeKind kind);
 
 struct Node {
   NodeKind kind = NodeKind::Op;
-  ops::OpKind op = ops::OpKind::Add;  // Op
-  ops::OpAttributes attributes;       // Op (a random op's generator is kept as traced)
+  ops::OpKind op = ops::OpKind::Add;           // Op
+  ops::OpAttributes attributes;                // Op (a random op's generator is kept as traced)
   DerivedKind derived = DerivedKind::Reshape;  // View, Copy
   DimVector args;                              // View: DerivedKind's arguments
   WriteKind write = WriteKind::Copy;           // Write

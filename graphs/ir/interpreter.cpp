@@ -57,8 +57,8 @@ void check_arguments(const Graph& graph, std::span<const Tensor> given,
                 "graph ", graph.name(), ": ", what, " ", i, " must be ", dtype_name(v.dtype),
                 v.sizes, " on ", v.device, " as traced, but got ",
                 given[i].defined() ? std::string(dtype_name(given[i].dtype())) : "undefined",
-                given[i].defined() ? given[i].sizes() : IntArrayRef{}, given[i].defined() ? " on " : "",
-                given[i].defined() ? given[i].device() : kCPU);
+                given[i].defined() ? given[i].sizes() : IntArrayRef{},
+                given[i].defined() ? " on " : "", given[i].defined() ? given[i].device() : kCPU);
   }
 }
 
@@ -134,9 +134,8 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
         break;
       }
       case NodeKind::View:
-        env[static_cast<std::size_t>(node.outputs[0])] =
-            remake_view(node, env[static_cast<std::size_t>(node.inputs[0])],
-                        graph_.value(node.outputs[0]));
+        env[static_cast<std::size_t>(node.outputs[0])] = remake_view(
+            node, env[static_cast<std::size_t>(node.inputs[0])], graph_.value(node.outputs[0]));
         break;
       case NodeKind::Copy:
         env[static_cast<std::size_t>(node.outputs[0])] = remake_copy(

@@ -180,8 +180,7 @@ std::string Graph::to_dot() const {
     return name;
   };
   for (const ValueId id : inputs_) {
-    out << "  v" << id << " [shape=ellipse, label=\"" << dot_escape(describe_value(id))
-        << "\"];\n";
+    out << "  v" << id << " [shape=ellipse, label=\"" << dot_escape(describe_value(id)) << "\"];\n";
   }
   for (const ValueId id : statics_) {
     out << "  v" << id << " [shape=ellipse, style=dashed, label=\"static "

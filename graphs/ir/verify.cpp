@@ -27,8 +27,8 @@ void Graph::verify() const {
   // 1. Inputs and statics define themselves, in order.
   for (std::size_t i = 0; i < inputs_.size(); ++i) {
     const Value& v = value(inputs_[i]);
-    GROVE_CHECK(v.origin == ValueOrigin::Input && v.index == static_cast<std::int32_t>(i),
-                "graph ", name_, ": input ", i, " is value ", inputs_[i],
+    GROVE_CHECK(v.origin == ValueOrigin::Input && v.index == static_cast<std::int32_t>(i), "graph ",
+                name_, ": input ", i, " is value ", inputs_[i],
                 ", which is not defined as that input");
   }
   for (std::size_t i = 0; i < statics_.size(); ++i) {
@@ -61,8 +61,8 @@ void Graph::verify() const {
       GROVE_CHECK(output >= 0 && output < static_cast<ValueId>(values_.size()), fail_prefix(n),
                   "output ", o, " is not a value");
       const Value& v = value(output);
-      GROVE_CHECK(!defined[static_cast<std::size_t>(output)], fail_prefix(n), "output ", o,
-                  " (", value_name(output), ") is defined twice");
+      GROVE_CHECK(!defined[static_cast<std::size_t>(output)], fail_prefix(n), "output ", o, " (",
+                  value_name(output), ") is defined twice");
       GROVE_CHECK(v.origin == ValueOrigin::Node && v.index == static_cast<std::int32_t>(n) &&
                       v.output == static_cast<std::int32_t>(o),
                   fail_prefix(n), "output ", o, " (", value_name(output),
@@ -96,16 +96,15 @@ void Graph::verify() const {
         }
         GROVE_CHECK(!node.in_place, fail_prefix(n), "is marked in place, but ", node.op,
                     " makes new outputs");
-        GROVE_CHECK(static_cast<int>(node.outputs.size()) == specs.count, fail_prefix(n),
-                    "has ", node.outputs.size(), " outputs, but ", node.op, " makes ",
-                    specs.count);
+        GROVE_CHECK(static_cast<int>(node.outputs.size()) == specs.count, fail_prefix(n), "has ",
+                    node.outputs.size(), " outputs, but ", node.op, " makes ", specs.count);
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
           const Value& v = value(node.outputs[o]);
           const ops::OutputSpecs::Spec& spec = specs.specs[o];
           GROVE_CHECK(IntArrayRef(v.sizes) == IntArrayRef(spec.sizes) && v.dtype == spec.dtype,
                       fail_prefix(n), "output ", o, " is recorded as ", dtype_name(v.dtype),
-                      v.sizes, ", but ", node.op, " of these inputs makes ",
-                      dtype_name(spec.dtype), IntArrayRef(spec.sizes));
+                      v.sizes, ", but ", node.op, " of these inputs makes ", dtype_name(spec.dtype),
+                      IntArrayRef(spec.sizes));
         }
         break;
       }
@@ -114,8 +113,8 @@ void Graph::verify() const {
                     "a view reads one value and makes one");
         const Value& source = value(node.inputs[0]);
         const Value& result = value(node.outputs[0]);
-        GROVE_CHECK(result.dtype == source.dtype && result.device == source.device,
-                    fail_prefix(n), "a view keeps its source's dtype and device");
+        GROVE_CHECK(result.dtype == source.dtype && result.device == source.device, fail_prefix(n),
+                    "a view keeps its source's dtype and device");
         GROVE_CHECK(root(node.outputs[0]) == root(node.inputs[0]), fail_prefix(n),
                     "a view must share its source's memory");
         break;
@@ -123,19 +122,20 @@ void Graph::verify() const {
       case NodeKind::Copy: {
         GROVE_CHECK(node.inputs.size() == 1 && node.outputs.size() == 1, fail_prefix(n),
                     "a copy reads one value and makes one");
-        GROVE_CHECK(IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(value(node.inputs[0]).sizes),
-                    fail_prefix(n), "a copy keeps its source's sizes");
+        GROVE_CHECK(
+            IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(value(node.inputs[0]).sizes),
+            fail_prefix(n), "a copy keeps its source's sizes");
         break;
       }
       case NodeKind::Write: {
         const std::size_t expected_inputs = node.write == WriteKind::Copy ? 2 : 1;
-        GROVE_CHECK(node.inputs.size() == expected_inputs && node.outputs.size() == 1 &&
-                        node.in_place,
-                    fail_prefix(n), "a ", node.write == WriteKind::Copy ? "copy_" : "fill_",
-                    " reads ", expected_inputs, " value(s) and writes the first in place");
+        GROVE_CHECK(
+            node.inputs.size() == expected_inputs && node.outputs.size() == 1 && node.in_place,
+            fail_prefix(n), "a ", node.write == WriteKind::Copy ? "copy_" : "fill_", " reads ",
+            expected_inputs, " value(s) and writes the first in place");
         const Value& target = value(node.inputs[0]);
-        GROVE_CHECK(IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(target.sizes), fail_prefix(n),
-                    "a write's result has its target's shape");
+        GROVE_CHECK(IntArrayRef(value(node.outputs[0]).sizes) == IntArrayRef(target.sizes),
+                    fail_prefix(n), "a write's result has its target's shape");
         if (node.write == WriteKind::Copy) {
           const Value& source = value(node.inputs[1]);
           GROVE_CHECK(source.sizes.size() <= target.sizes.size(), fail_prefix(n), "the source ",

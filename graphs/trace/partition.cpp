@@ -18,12 +18,14 @@ std::vector<bool> mark_live(const Graph& graph, std::int32_t begin, std::int32_t
   std::vector<bool> live(graph.nodes().size(), false);
   std::vector<bool> root_needed(graph.values().size(), false);
   for (std::size_t v = 0; v < needed.size(); ++v) {
-    if (needed[v]) root_needed[static_cast<std::size_t>(graph.root(static_cast<ValueId>(v)))] = true;
+    if (needed[v])
+      root_needed[static_cast<std::size_t>(graph.root(static_cast<ValueId>(v)))] = true;
   }
   for (std::int32_t n = end - 1; n >= begin; --n) {
     const Node& node = graph.nodes()[static_cast<std::size_t>(n)];
     bool is_live = false;
-    for (const ValueId output : node.outputs) is_live = is_live || needed[static_cast<std::size_t>(output)];
+    for (const ValueId output : node.outputs)
+      is_live = is_live || needed[static_cast<std::size_t>(output)];
     if (!is_live && node.in_place) {
       const ValueId memory = graph.root(node.inputs[0]);
       const ValueOrigin origin = graph.value(memory).origin;
@@ -44,8 +46,7 @@ std::vector<bool> mark_live(const Graph& graph, std::int32_t begin, std::int32_t
 // to target ones (kNoValue: not there yet); a value a node reads that is not mapped is handed
 // to `resolve`, which adds it to `target` (as an input, static or constant).
 void copy_live(const Graph& source, const std::vector<bool>& live, std::int32_t begin,
-               std::int32_t end, std::vector<ValueId>& map, Graph& target,
-               const Resolve& resolve) {
+               std::int32_t end, std::vector<ValueId>& map, Graph& target, const Resolve& resolve) {
   auto mapped = [&](ValueId id) {
     ValueId& slot = map[static_cast<std::size_t>(id)];
     if (slot == kNoValue) slot = resolve(id);
@@ -82,7 +83,8 @@ std::vector<bool> written_constants(const Graph& graph) {
 // Adds `id` of `source` to `target` as what it is in `source`: a static (recorded in
 // `statics`), or a constant sharing the snapshot. Inputs and node values are the caller's to
 // place; reaching one here is a bug.
-ValueId add_leaf(const Graph& source, ValueId id, Graph& target, std::vector<std::int32_t>& statics) {
+ValueId add_leaf(const Graph& source, ValueId id, Graph& target,
+                 std::vector<std::int32_t>& statics) {
   const Value& v = source.value(id);
   switch (v.origin) {
     case ValueOrigin::Static:
@@ -127,10 +129,10 @@ Partition partition_joint(const Graph& joint, std::size_t num_inputs, std::size_
   for (std::size_t i = num_outputs; i < joint.outputs().size(); ++i) {
     needed_backward[static_cast<std::size_t>(joint.outputs()[i])] = true;
   }
-  const std::vector<bool> live_backward =
-      mark_live(joint, forward_end, num_nodes, needed_backward);
+  const std::vector<bool> live_backward = mark_live(joint, forward_end, num_nodes, needed_backward);
 
-  Partition parts{Graph(joint.name() + "_forward"), Graph(joint.name() + "_backward"), {}, {}, {}, {}};
+  Partition parts{
+      Graph(joint.name() + "_forward"), Graph(joint.name() + "_backward"), {}, {}, {}, {}};
   std::vector<bool> needed_forward(joint.values().size(), false);
   for (std::size_t v = 0; v < joint.values().size(); ++v) {
     const auto id = static_cast<ValueId>(v);

@@ -109,8 +109,8 @@ void Tracer::on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) {
   node.kind = NodeKind::Op;
   node.op = call.kind;
   node.attributes = call.attributes;
-  node.in_place = outputs.size() == 1 && !call.inputs.empty() &&
-                  outputs[0].impl() == call.inputs[0].impl();
+  node.in_place =
+      outputs.size() == 1 && !call.inputs.empty() && outputs[0].impl() == call.inputs[0].impl();
   node.inputs.reserve(call.inputs.size());
   for (const Tensor& input : call.inputs) node.inputs.push_back(value_of(input));
   const std::int32_t index = graph_.add_node(std::move(node), outputs.span());

@@ -86,26 +86,56 @@ TEST(CoreObserver, SeesEveryViewWithItsKindAndArgs) {
   const Tensor x = arange(24).view({2, 3, 4});
   ASSERT_FALSE(x.requires_grad());
   const std::vector<ViewCase> cases = {
-      {"view", [](const Tensor& t) { return t.view({6, -1}); }, DerivedKind::Reshape, {}},
-      {"reshape", [](const Tensor& t) { return t.reshape({4, 6}); }, DerivedKind::Reshape, {}},
-      {"squeeze", [](const Tensor& t) { return t.narrow(0, 0, 1).squeeze(); },
-       DerivedKind::Reshape, {}},
-      {"squeeze(dim)", [](const Tensor& t) { return t.narrow(0, 0, 1).squeeze(0); },
-       DerivedKind::Reshape, {}},
+      {"view",
+       [](const Tensor& t) {
+         return t.view({6, -1});
+       },
+       DerivedKind::Reshape,
+       {}},
+      {"reshape",
+       [](const Tensor& t) {
+         return t.reshape({4, 6});
+       },
+       DerivedKind::Reshape,
+       {}},
+      {"squeeze",
+       [](const Tensor& t) { return t.narrow(0, 0, 1).squeeze(); },
+       DerivedKind::Reshape,
+       {}},
+      {"squeeze(dim)",
+       [](const Tensor& t) { return t.narrow(0, 0, 1).squeeze(0); },
+       DerivedKind::Reshape,
+       {}},
       {"unsqueeze", [](const Tensor& t) { return t.unsqueeze(1); }, DerivedKind::Reshape, {}},
-      {"transpose", [](const Tensor& t) { return t.transpose(0, 2); }, DerivedKind::Permute,
+      {"transpose",
+       [](const Tensor& t) { return t.transpose(0, 2); },
+       DerivedKind::Permute,
        {2, 1, 0}},
       {"t", [](const Tensor& t) { return t.select(0, 0).t(); }, DerivedKind::Permute, {1, 0}},
-      {"permute", [](const Tensor& t) { return t.permute({1, 2, 0}); }, DerivedKind::Permute,
+      {"permute",
+       [](const Tensor& t) {
+         return t.permute({1, 2, 0});
+       },
+       DerivedKind::Permute,
        {1, 2, 0}},
-      {"slice", [](const Tensor& t) { return t.slice(2, -3, 4, 2); }, DerivedKind::Slice,
+      {"slice",
+       [](const Tensor& t) { return t.slice(2, -3, 4, 2); },
+       DerivedKind::Slice,
        {2, 1, 2}},
       {"narrow", [](const Tensor& t) { return t.narrow(1, 1, 2); }, DerivedKind::Slice, {1, 1, 1}},
       {"select", [](const Tensor& t) { return t.select(1, -1); }, DerivedKind::Select, {1, 2}},
-      {"expand", [](const Tensor& t) { return t.narrow(0, 0, 1).expand({5, 3, 4}); },
-       DerivedKind::Expand, {}},
-      {"as_strided", [](const Tensor& t) { return t.as_strided({2, 2}, {1, 4}, 3); },
-       DerivedKind::AsStrided, {3}},
+      {"expand",
+       [](const Tensor& t) {
+         return t.narrow(0, 0, 1).expand({5, 3, 4});
+       },
+       DerivedKind::Expand,
+       {}},
+      {"as_strided",
+       [](const Tensor& t) {
+         return t.as_strided({2, 2}, {1, 4}, 3);
+       },
+       DerivedKind::AsStrided,
+       {3}},
   };
   for (const ViewCase& c : cases) {
     RecordingObserver observer;
@@ -295,9 +325,7 @@ TEST(CoreObserver, NothingIsReportedWhileSuspended) {
     const SuspendCoreObservers suspend;
     (void)x.t().contiguous();
     x.fill_(1);
-    {
-      const SuspendCoreObservers nested;
-    }
+    { const SuspendCoreObservers nested; }
     (void)x.view({6});  // still suspended after the nested guard ends
   }
   EXPECT_EQ(observer.events(), 0u);

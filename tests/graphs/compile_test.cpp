@@ -98,12 +98,12 @@ TEST_F(CompileTest, TheTraceOfALayerPrintsAsTextAndDotAndVerifies) {
     std::ostringstream on;  // how the text names a value's device when it is not the CPU
     if (!kTestDevice.is_cpu()) on << " on " << kTestDevice;
     const std::string device = on.str();
-    EXPECT_EQ(graph.to_text(),
-              "graph compiled_inference(%x0: float32[5, 8]" + device +
-                  ", static %p0: float32[16, 8]" + device + ", static %p1: float32[16]" +
-                  device + ") {\n  %3: float32[5, 16]" + device +
-                  " = linear(%x0, %p0, %p1)\n  %4: float32[5, 16]" + device +
-                  " = relu(%3)\n  return (%4)\n}\n");
+    EXPECT_EQ(graph.to_text(), "graph compiled_inference(%x0: float32[5, 8]" + device +
+                                   ", static %p0: float32[16, 8]" + device +
+                                   ", static %p1: float32[16]" + device +
+                                   ") {\n  %3: float32[5, 16]" + device +
+                                   " = linear(%x0, %p0, %p1)\n  %4: float32[5, 16]" + device +
+                                   " = relu(%3)\n  return (%4)\n}\n");
     const std::string dot = graph.to_dot();
     EXPECT_NE(dot.find("digraph \"compiled_inference\""), std::string::npos) << dot;
     EXPECT_NE(dot.find("n0 [shape=box, label=\"linear\"]"), std::string::npos) << dot;
@@ -204,9 +204,7 @@ TEST_F(CompileTest, CompiledMlpEqualsEagerInLossAndGradientsAndReplaysAfterOneRe
   on_fresh_thread([] {
     const Mlp mlp;
     CompiledFunction loss_of = compile(
-        [&](const TensorList& in) {
-          return TensorList{cross_entropy(mlp.forward(in[0]), in[1])};
-        },
+        [&](const TensorList& in) { return TensorList{cross_entropy(mlp.forward(in[0]), in[1])}; },
         quiet());
     for (int step = 0; step < 5; ++step) {
       const Tensor x = input({6, 8}, 100 + step);
@@ -223,7 +221,8 @@ TEST_F(CompileTest, CompiledMlpEqualsEagerInLossAndGradientsAndReplaysAfterOneRe
       const std::string what = "step " + std::to_string(step);
       expect_equal(eager, compiled, what + " loss");
       for (std::size_t i = 0; i < eager_grads.size(); ++i) {
-        expect_equal(eager_grads[i], mlp.parameters()[i].grad(), what + " grad " + std::to_string(i));
+        expect_equal(eager_grads[i], mlp.parameters()[i].grad(),
+                     what + " grad " + std::to_string(i));
       }
     }
     EXPECT_EQ(loss_of.stats().traces, 1u);
@@ -252,14 +251,16 @@ TEST_F(CompileTest, ThePartitionOfATwoLayerMlpSavesOnlyWhatTheBackwardReads) {
     // The backward needs x (w1's gradient), the targets, relu's output (w2's gradient, and
     // relu's rule, which reads its output, not its input), the logits and the log-sum-exp
     // (cross_entropy's rule); nothing else the forward made: not the first linear's output.
-    const std::vector<std::string> expected = {"%saved0: float32[6, 8]", "%saved1: int64[6]",
-                                               "%saved2: float32[6, 16]", "%saved3: float32[6, 4]",
-                                               "%saved4: float32[6]"};
+    // Values off the CPU print their device.
+    const std::string on = kTestDevice.is_cpu() ? "" : str(" on ", kTestDevice);
+    const std::vector<std::string> expected = {
+        "%saved0: float32[6, 8]" + on, "%saved1: int64[6]" + on, "%saved2: float32[6, 16]" + on,
+        "%saved3: float32[6, 4]" + on, "%saved4: float32[6]" + on};
     EXPECT_EQ(saved, expected) << traced->dump();
     EXPECT_EQ(parts.saved_input_index[0], 0);  // x: kept by the caller, not returned
     EXPECT_EQ(parts.saved_input_index[1], 1);  // the targets
     EXPECT_EQ(traced->forward_graph().outputs().size(), 1u + 3u);  // the loss, and 3 saved
-    EXPECT_EQ(backward.outputs().size(), 4u);  // w1, b1, w2, b2
+    EXPECT_EQ(backward.outputs().size(), 4u);                      // w1, b1, w2, b2
   });
 }
 
@@ -294,8 +295,7 @@ TEST_F(CompileTest, ANewInputShapeTracesAgain) {
 
 TEST_F(CompileTest, AHostReadInTheFunctionRunsItEagerlyWithTheReason) {
   on_fresh_thread([] {
-    CompiledFunction f = compile(
-        [](const Tensor& x) { return x * sum(x).item<float>(); }, quiet());
+    CompiledFunction f = compile([](const Tensor& x) { return x * sum(x).item<float>(); }, quiet());
     const Tensor x = input({5}, 3);
     for (int call = 0; call < 3; ++call) expect_equal(x * sum(x).item<float>(), f(x), "call");
     EXPECT_EQ(f.stats().eager_calls, 3u);
