@@ -12,8 +12,10 @@ namespace grove::autograd {
 namespace {
 
 // True if nothing but `grad` itself refers to its memory, so it can become a leaf's grad()
-// without a copy (a grad() that aliased another tensor would change with it).
+// without a copy (a grad() that aliased another tensor would change with it), and that memory
+// is not lent by a graph pool for one step (Note [Memory lent by a graph pool]).
 bool owns_its_memory(const Tensor& grad) {
+  if (grad.storage()->is_lent()) return false;
   // ... and covers its whole storage: a slice of a bigger gradient (cat's backward hands out
   // slices) would keep all of it alive.
   return grad.impl()->strong_count() == 1 && grad.storage().use_count() == 1 &&

@@ -13,6 +13,14 @@
 namespace grove::autograd {
 namespace {
 
+// A gradient grad() returns to the caller, who may keep it past the step: a copy if a graph
+// pool lent its memory (Note [Memory lent by a graph pool] in core/storage.h).
+Tensor kept(const Tensor& grad) {
+  if (!grad.defined() || !grad.storage()->is_lent()) return grad;
+  const NoGradGuard no_grad;
+  return grad.clone();
+}
+
 struct NodeState {
   int dependencies = 0;        // gradients still to arrive (edges from nodes not yet run)
   std::vector<Tensor> buffer;  // the sums of the gradients that arrived, per forward output
@@ -184,7 +192,7 @@ class GraphTask {
       std::vector<Tensor> grads = std::move(state.buffer);
       grads.resize(node->num_outputs());
       if (state.needed) node->run_pre_hooks(grads);
-      for (auto [output_nr, index] : state.captures) captured_[index] = grads[output_nr];
+      for (auto [output_nr, index] : state.captures) captured_[index] = kept(grads[output_nr]);
       std::vector<Tensor> input_grads;
       if (!capturing_ || state.runs) {
         input_grads = node->apply(std::move(grads));

@@ -10,6 +10,18 @@
 // Access error: set_access_error(msg) makes every later data access through any tensor on this
 // storage throw grove::Error(msg). The graph-tree manager poisons outputs this way once a later
 // replay may overwrite their memory. Not thread-safe: a storage is used by one thread at a time.
+//
+// Note [Memory lent by a graph pool]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The outputs of a graphed function (its warm-up's and every replay's) live in the graph-tree
+// manager's private pool, and only until the generation that made them ends: the next step's
+// replays write the same memory, and the manager then poisons the handles still alive
+// (Note [Fresh output handles on every replay] in graphs/tree_manager.h). The manager marks
+// such a storage lent (mark_lent()). Whoever keeps a tensor longer than a step must copy it
+// instead of adopting it: autograd's AccumulateGrad stores a lent gradient as a clone, and
+// grad() returns clones of lent gradients, while adding a lent gradient into an existing
+// grad() reads it at once and needs no copy. This is how a compiled backward hands its
+// gradients to autograd without copying each of them on every step.
 #pragma once
 
 #include <cstddef>
@@ -71,6 +83,11 @@ class Storage final : public IntrusiveTarget {
   std::uint64_t serial() const { return serial_; }
   static std::uint64_t latest_serial();
 
+  // See Note [Memory lent by a graph pool]: true once a graph-tree manager handed this storage
+  // out as an output; a tensor kept past the step must be a copy.
+  bool is_lent() const { return lent_; }
+  void mark_lent() { lent_ = true; }
+
  private:
   Storage(DataPtr data_ptr, std::size_t nbytes);
   void release_resources() override { data_ptr_.free(); }
@@ -80,6 +97,7 @@ class Storage final : public IntrusiveTarget {
   std::size_t nbytes_;
   std::uint64_t version_ = 0;
   std::uint64_t serial_;
+  bool lent_ = false;
   std::unique_ptr<std::string> access_error_;
 };
 

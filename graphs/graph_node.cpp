@@ -191,11 +191,11 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
     } else if (prior) {
       plan.alias = OutputPlan::Alias::PriorPathOutput;
       plan.prior = *prior;
-      output_refs_[i] = StorageWeakRef(output.storage());
+      track_output(i, output.storage());
     } else if (same_call != first_output_with_storage.end()) {
       plan.alias = OutputPlan::Alias::SameCallOutput;
       plan.index = same_call->second;
-      output_refs_[i] = StorageWeakRef(output.storage());
+      track_output(i, output.storage());
     } else {
       GROVE_CHECK(pool.contains(plan.storage_data), "recording '", function().label(), "': output ",
                   i, " (at ", format_pointer(plan.storage_data),
@@ -204,7 +204,7 @@ void GraphNode::plan_outputs(const TensorList& inputs, const TensorList& outputs
                   "the tensor it comes from in static_input_indices, or return a clone().");
       plan.alias = OutputPlan::Alias::NewStorage;
       first_output_with_storage.emplace(plan.storage_data, static_cast<int>(i));
-      output_refs_[i] = StorageWeakRef(output.storage());
+      track_output(i, output.storage());
     }
   }
 }
@@ -321,7 +321,7 @@ TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
           // The earlier output died since; its memory is the pool's, so hand out a new handle
           // and track it there again.
           storage = Storage::wrap(DataPtr(plan.storage_data, device_), plan.storage_nbytes);
-          prior_node->retrack_output(prior_index, storage);
+          prior_node->track_output(prior_index, storage);
         }
         break;
       }
@@ -330,7 +330,7 @@ TensorList GraphNode::reconstruct_outputs(const TensorList& inputs) {
         break;
     }
     if (plan.alias != OutputPlan::Alias::StaticInput && plan.alias != OutputPlan::Alias::Empty) {
-      retrack_output(i, storage);
+      track_output(i, storage);
     }
     outputs[i] = Tensor(IntrusivePtr<TensorImpl>::make(std::move(storage), plan.dtype, plan.sizes,
                                                        plan.strides, plan.storage_offset));

@@ -127,6 +127,7 @@ void WarmupNode::track_outputs(const TensorList& inputs, const TensorList& outpu
                 "the function nor is it one of its inputs (a tensor kept in its closure?); a "
                 "graph could not keep it valid. Pass that tensor as an input (a static input "
                 "for parameters), or return a clone().");
+    if (track) output.storage()->mark_lent();  // Note [Memory lent by a graph pool]
     refs.push_back(track ? StorageWeakRef(output.storage()) : StorageWeakRef());
     output_producers_.push_back(
         output.defined() ? producers.producer_of(output.storage()->unchecked_data()) : "");

@@ -74,8 +74,11 @@ class TreeNode {
   // (aliases of static inputs, empty tensors, inputs passed through by a warm-up).
   const std::vector<StorageWeakRef>& output_refs() const { return output_refs_; }
   std::size_t num_live_outputs() const;
-  // Points output `index` at a new handle over the same memory (replays hand out new handles).
-  void retrack_output(std::size_t index, const StoragePtr& storage) {
+  // Tracks output `index` through `storage`, which the recording made or a replay handed out
+  // as a new handle over the same memory, and marks it lent:
+  // Note [Memory lent by a graph pool] in core/storage.h.
+  void track_output(std::size_t index, const StoragePtr& storage) {
+    storage->mark_lent();
     output_refs_[index] = StorageWeakRef(storage);
   }
 

@@ -304,11 +304,9 @@ TensorList TracedFunction::run_backward(const TensorList& saved_and_grads) {
   if (!backward_function_) {
     return interpret(*backward_interpreter_, all, saved_and_grads.size());
   }
-  TensorList grads = (*backward_function_)(all);
-  // The backward graph's outputs live in the tree manager's pool and die with the generation;
-  // a leaf keeps its gradient longer (AccumulateGrad would adopt the tensor itself).
-  for (Tensor& grad : grads) grad = grad.clone();
-  return grads;
+  // The gradients live in the tree manager's pool until the generation ends; autograd copies
+  // the ones it keeps longer (Note [Memory lent by a graph pool] in core/storage.h).
+  return (*backward_function_)(all);
 }
 
 std::string TracedFunction::dump() const {

@@ -234,6 +234,34 @@ TEST_F(CompileTest, CompiledMlpEqualsEagerInLossAndGradientsAndReplaysAfterOneRe
   });
 }
 
+// The backward's gradients live in the tree manager's pool for one step; the grad() a leaf
+// adopts, and what autograd::grad returns, must outlive it (Note [Memory lent by a graph pool]).
+TEST_F(CompileTest, GradientsKeptFromAGraphedBackwardSurviveLaterSteps) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction loss_of = compile(
+        [&](const TensorList& in) { return TensorList{cross_entropy(mlp.forward(in[0]), in[1])}; },
+        quiet());
+    std::vector<std::vector<float>> kept_values;
+    std::vector<Tensor> kept;  // one adopted grad() and one grad() result per step
+    for (int step = 0; step < 5; ++step) {
+      const Tensor x = input({6, 8}, 300 + step);
+      const Tensor t = targets(6, 400 + step);
+      mlp.zero_grad();
+      loss_of({x, t})[0].backward();
+      kept.push_back(mlp.w1.grad());
+      kept.push_back(autograd::grad({loss_of({x, t})[0]}, {mlp.w2})[0]);
+      for (std::size_t k = kept.size() - 2; k < kept.size(); ++k) {
+        kept_values.push_back(kept[k].to(kCPU).to_vector<float>());
+      }
+    }
+    EXPECT_GE(tree_manager(kTestDevice).counters().replays, 6u);
+    for (std::size_t k = 0; k < kept.size(); ++k) {
+      EXPECT_EQ(kept[k].to(kCPU).to_vector<float>(), kept_values[k]) << "kept gradient " << k;
+    }
+  });
+}
+
 TEST_F(CompileTest, ThePartitionOfATwoLayerMlpSavesOnlyWhatTheBackwardReads) {
   on_fresh_thread([] {
     const Mlp mlp;
