@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "autograd/grad_mode.h"
 #include "core/format.h"
 #include "graphs/pool_scope.h"
 
@@ -130,6 +131,9 @@ TensorList GraphNode::make_recording_inputs(const TensorList& inputs,
                                             const RecordContext& context) {
   TensorList recording_inputs = inputs;
   PoolAllocationScope scope(context.stream, context.pool);
+  // Copying the caller's inputs into the graph's buffers is the manager's business, not a step
+  // of the caller's computation for autograd to refuse (an input may require gradients).
+  const autograd::NoGradGuard no_grad;
   for (int i : copied_inputs_) {
     const auto index = static_cast<std::size_t>(i);
     const Tensor& input = inputs[index];
@@ -273,6 +277,7 @@ TensorList GraphNode::replay(const TensorList& inputs) {
   for (int i : static_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
   {
     StreamGuard guard(stream_);
+    const autograd::NoGradGuard no_grad;  // as in make_recording_inputs
     for (int i : copied_inputs_) {
       const auto index = static_cast<std::size_t>(i);
       if (expanded_dims_[index].empty()) {

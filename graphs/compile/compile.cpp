@@ -60,13 +60,14 @@ TracedFunction& trace_for(detail::CompiledState& state, const TensorList& inputs
 
 }  // namespace
 
-TensorList CompiledFunction::operator()(const TensorList& inputs) const {
+TensorList CompiledFunction::operator()(const TensorList& inputs,
+                                        std::source_location where) const {
   GROVE_CHECK(state_ != nullptr, "calling an empty CompiledFunction; make one with compile()");
   detail::CompiledState& state = *state_;
   ++state.stats.calls;
   if (state.options.mode == CompileMode::Eager) return state.function(inputs);
   TracedFunction& traced = trace_for(state, inputs);
-  if (!traced.eager()) return traced.call(inputs);
+  if (!traced.eager()) return traced.call(inputs, where);
   GROVE_CHECK(!state.options.or_error, "compiled function '", state.options.name,
               "' cannot be replayed: ", traced.eager_reason(),
               " (CompileOptions::or_error is set; unset it to run such calls eagerly)");
@@ -75,8 +76,8 @@ TensorList CompiledFunction::operator()(const TensorList& inputs) const {
   return state.function(inputs);
 }
 
-Tensor CompiledFunction::operator()(const Tensor& input) const {
-  const TensorList outputs = (*this)(TensorList{input});
+Tensor CompiledFunction::operator()(const Tensor& input, std::source_location where) const {
+  const TensorList outputs = (*this)(TensorList{input}, where);
   GROVE_CHECK(!outputs.empty(), "compiled function '", state_->options.name,
               "' returned no tensors; the one-tensor call returns the first");
   return outputs[0];

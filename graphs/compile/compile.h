@@ -51,6 +51,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 
 #include "graphs/tree_types.h"
@@ -95,9 +96,13 @@ struct CompiledState;
 class CompiledFunction {
  public:
   CompiledFunction() = default;
-  TensorList operator()(const TensorList& inputs) const;
+  // `where` (the caller's source location) is named by the error of an output, or a gradient
+  // of its backward, kept past the step.
+  TensorList operator()(const TensorList& inputs,
+                        std::source_location where = std::source_location::current()) const;
   // One tensor in, the first output out.
-  Tensor operator()(const Tensor& input) const;
+  Tensor operator()(const Tensor& input,
+                    std::source_location where = std::source_location::current()) const;
 
   const CompileStats& stats() const;
   const std::vector<std::string>& warnings() const;

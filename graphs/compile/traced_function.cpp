@@ -26,9 +26,11 @@ class CompiledBackward final : public autograd::Node {
  public:
   CompiledBackward(std::shared_ptr<TracedFunction> traced, std::vector<Tensor> saved,
                    std::vector<autograd::TensorMeta> output_metas,
-                   std::vector<autograd::Edge> edges, std::string name)
+                   std::vector<autograd::Edge> edges, std::string name,
+                   const std::source_location& where)
       : Node(static_cast<std::uint32_t>(output_metas.size()), std::move(edges)),
         traced_(std::move(traced)),
+        where_(where),
         saved_(std::move(saved)),
         output_metas_(std::move(output_metas)),
         name_(std::move(name)) {
@@ -52,7 +54,7 @@ class CompiledBackward final : public autograd::Node {
                            ? grad_outputs[j]
                            : zeros(meta.sizes, TensorOptions(meta.dtype).device(meta.device)));
     }
-    TensorList grads = traced_->run_backward(inputs);
+    TensorList grads = traced_->run_backward(inputs, where_);
     return grads;
   }
 
@@ -71,6 +73,7 @@ class CompiledBackward final : public autograd::Node {
 
  private:
   std::shared_ptr<TracedFunction> traced_;
+  std::source_location where_;  // of the compiled call whose backward this is
   std::vector<Tensor> saved_;
   std::vector<std::uint64_t> saved_versions_;
   std::vector<autograd::TensorMeta> output_metas_;
@@ -253,7 +256,7 @@ bool TracedFunction::static_released() const {
   return false;
 }
 
-TensorList TracedFunction::call(const TensorList& inputs) {
+TensorList TracedFunction::call(const TensorList& inputs, const std::source_location& where) {
   GROVE_INTERNAL_ASSERT(!eager(), "TracedFunction::call on an eager trace");
   const Graph& graph = has_backward_ ? parts_->forward : *inference_;
   const std::vector<std::int32_t>& used_statics =
@@ -266,7 +269,7 @@ TensorList TracedFunction::call(const TensorList& inputs) {
   }
   GROVE_INTERNAL_ASSERT(all.size() == graph.inputs().size() + graph.statics().size(),
                         "compiled call: ", all.size(), " tensors for graph ", graph.name());
-  TensorList outputs = forward_function_ ? (*forward_function_)(all)
+  TensorList outputs = forward_function_ ? (*forward_function_)(all, where)
                                          : interpret(*forward_interpreter_, all, inputs.size());
   if (!has_backward_) return outputs;
 
@@ -287,16 +290,17 @@ TensorList TracedFunction::call(const TensorList& inputs) {
   }
   std::vector<autograd::TensorMeta> metas;
   for (const std::size_t i : differentiable_) metas.push_back(autograd::TensorMeta::of(outputs[i]));
-  auto node =
-      IntrusivePtr<CompiledBackward>::make(shared_from_this(), std::move(saved), std::move(metas),
-                                           std::move(edges), "CompiledBackward(" + name_ + ")");
+  auto node = IntrusivePtr<CompiledBackward>::make(shared_from_this(), std::move(saved),
+                                                   std::move(metas), std::move(edges),
+                                                   "CompiledBackward(" + name_ + ")", where);
   for (std::size_t j = 0; j < differentiable_.size(); ++j) {
     autograd::set_history(outputs[differentiable_[j]], node, static_cast<std::uint32_t>(j));
   }
   return outputs;
 }
 
-TensorList TracedFunction::run_backward(const TensorList& saved_and_grads) {
+TensorList TracedFunction::run_backward(const TensorList& saved_and_grads,
+                                        const std::source_location& where) {
   TensorList all = saved_and_grads;
   for (const std::int32_t k : parts_->backward_statics) {
     all.push_back(statics_[static_cast<std::size_t>(k)]);
@@ -306,7 +310,7 @@ TensorList TracedFunction::run_backward(const TensorList& saved_and_grads) {
   }
   // The gradients live in the tree manager's pool until the generation ends; autograd copies
   // the ones it keeps longer (Note [Memory lent by a graph pool] in core/storage.h).
-  return (*backward_function_)(all);
+  return (*backward_function_)(all, where);
 }
 
 std::string TracedFunction::dump() const {

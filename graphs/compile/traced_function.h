@@ -46,7 +46,8 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
 
   // Runs the traced graphs on `inputs` (of this signature) and returns the outputs, with an
   // autograd node attached when the trace has a backward.
-  TensorList call(const TensorList& inputs);
+  // `where` is the caller's source location (see CompiledFunction's call).
+  TensorList call(const TensorList& inputs, const std::source_location& where);
 
   bool eager() const { return eager_reason_.has_value(); }
   const std::string& eager_reason() const { return *eager_reason_; }
@@ -62,15 +63,14 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   const Partition& partition() const { return *parts_; }
 
   // --- used by the autograd node ---
-  TensorList run_backward(const TensorList& saved_and_grads);
+  // `where`: the source location of the call whose backward this is.
+  TensorList run_backward(const TensorList& saved_and_grads, const std::source_location& where);
   // Which output gradients the backward takes, and where its results go.
   const std::vector<std::size_t>& differentiable_outputs() const { return differentiable_; }
 
  private:
   TracedFunction() = default;
   void build(const CompileOptions& options);
-  TensorList run_forward(const TensorList& inputs);
-  TensorList run_inference(const TensorList& inputs);
 
   std::string name_;
   CompileMode mode_ = CompileMode::Graphed;

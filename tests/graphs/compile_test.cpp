@@ -1,6 +1,7 @@
 // compile(): traces, partitions and graphed calls of ordinary grove functions, compared with
 // eager mode on the device of the build (CPU here; the same file on cuda(0) with label gpu).
 // Each scenario runs on a fresh thread, so it gets a fresh tree manager and generation state.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -292,6 +293,56 @@ TEST_F(CompileTest, ThePartitionOfATwoLayerMlpSavesOnlyWhatTheBackwardReads) {
   });
 }
 
+// A random op in a trace draws new numbers on every call (graphed replays read the graph's RNG
+// cell), and each call's backward uses the mask its own forward drew.
+TEST_F(CompileTest, RandomOpsDrawNewNumbersOnEveryReplay) {
+  on_fresh_thread([] {
+    CompiledFunction f = compile([](const Tensor& x) { return dropout(x, 0.5); }, quiet());
+    const Tensor x = on_device(ones({4096})).requires_grad_();
+    std::vector<std::vector<float>> seen;
+    for (int call = 0; call < 5; ++call) {
+      x.set_grad({});
+      const Tensor out = f(x);
+      sum(out).backward();
+      const std::vector<float> values = out.detach().to(kCPU).to_vector<float>();
+      std::size_t zeros = 0;
+      for (const float v : values) {
+        ASSERT_TRUE(v == 0.0f || v == 2.0f) << "call " << call << ": " << v;
+        zeros += v == 0.0f;
+      }
+      EXPECT_GT(zeros, 4096u * 4 / 10) << "call " << call;
+      EXPECT_LT(zeros, 4096u * 6 / 10) << "call " << call;
+      // d sum(dropout(x)) / dx = mask / (1 - p): the values this call's forward returned for x = 1.
+      EXPECT_EQ(x.grad().to(kCPU).to_vector<float>(), values) << "call " << call;
+      for (const std::vector<float>& earlier : seen) EXPECT_NE(earlier, values) << "call " << call;
+      seen.push_back(values);
+    }
+    EXPECT_EQ(f.stats().traces, 1u);
+    EXPECT_EQ(f.stats().eager_calls, 0u);
+    const TreeCounters& counters = tree_manager(kTestDevice).counters();
+    EXPECT_EQ(counters.eager_fallbacks, 0u);  // x requires gradients: copied in all the same
+    EXPECT_EQ(counters.recordings, 2u);
+    EXPECT_EQ(counters.replays, 6u);  // calls 3-5, forward and backward
+  });
+}
+
+// A trace holds the parameters it found; replacing one (even by a tensor of another shape) is
+// noticed when the trace holds the last handle on the old one, and traced again.
+TEST_F(CompileTest, AReplacedParameterIsNoticedAndTracedAgain) {
+  on_fresh_thread([] {
+    Tensor w = parameter({4, 8}, 5);
+    CompiledFunction f = compile([&](const Tensor& x) { return matmul(x, w.t()); }, quiet());
+    const Tensor x = input({3, 8}, 6);
+    for (int call = 0; call < 3; ++call) expect_equal(matmul(x, w.t()), f(x), "before");
+    w = parameter({5, 8}, 7);  // the old w is held by the trace alone now
+    for (int call = 0; call < 3; ++call) expect_equal(matmul(x, w.t()), f(x), "after");
+    EXPECT_EQ(f.stats().traces, 2u);
+    EXPECT_EQ(f.stats().retraces, 1u);
+    ASSERT_FALSE(f.warnings().empty());
+    EXPECT_THAT(f.warnings().back(), ::testing::HasSubstr("a parameter was replaced?"));
+  });
+}
+
 TEST_F(CompileTest, InferenceUnderNoGradUsesOneInferenceGraph) {
   on_fresh_thread([] {
     const Mlp mlp;
@@ -305,6 +356,26 @@ TEST_F(CompileTest, InferenceUnderNoGradUsesOneInferenceGraph) {
     }
     EXPECT_NE(f.dump().find("compiled_inference"), std::string::npos) << f.dump();
     EXPECT_EQ(tree_manager(kTestDevice).counters().recordings, 1u);
+  });
+}
+
+TEST_F(CompileTest, AnOutputKeptPastTheStepNamesTheCompiledCallThatReturnedIt) {
+  on_fresh_thread([] {
+    const Mlp mlp;
+    CompiledFunction f = compile([&](const Tensor& x) { return mlp.forward(x); }, quiet());
+    const autograd::NoGradGuard no_grad;
+    const Tensor x = input({2, 8}, 11);
+    const int line = __LINE__ + 1;
+    const Tensor kept = f(x);
+    for (int call = 0; call < 2; ++call) f(x);
+    std::string message;
+    try {
+      kept.to(kCPU).to_vector<float>();
+    } catch (const Error& error) {
+      message = error.what();
+    }
+    EXPECT_THAT(message,
+                ::testing::HasSubstr(str("returned by the call at compile_test.cpp:", line)));
   });
 }
 
@@ -403,6 +474,9 @@ TEST_F(CompileTest, AnInputThatRequiresGradGetsItsGradient) {
       f(x).backward();
       expect_equal(eager, x.grad(), "x.grad()");
     }
+    // Graphed, not run eagerly: the manager copies an input that requires gradients as any.
+    EXPECT_EQ(tree_manager(kTestDevice).counters().eager_fallbacks, 0u);
+    EXPECT_EQ(tree_manager(kTestDevice).counters().recordings, 2u);
   });
 }
 
