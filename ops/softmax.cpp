@@ -1,5 +1,5 @@
 // Softmax family: argument checks, output shapes and the user functions. Kernels are in
-// ops/cpu/softmax.cpp, and the losses' gradients in ops/cpu/softmax_backward.cpp.
+// ops/cpu/softmax.cpp, and the losses and their gradients in ops/cpu/loss.cpp.
 //
 // Attributes (ops/attributes.h): softmax and log_softmax take SoftmaxAttributes (the dim);
 // cross_entropy, nll_loss and their backward ops LossAttributes (ignore_index).

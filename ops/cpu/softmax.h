@@ -1,5 +1,6 @@
-// CPU kernels of the softmax family (ops/softmax.h); the CUDA kernels in ops/cuda/softmax.cu
-// will have the same names.
+// CPU kernels of the softmax family (ops/softmax.h), with the names of the CUDA kernels in
+// ops/cuda/softmax.h: softmax and log_softmax in ops/cpu/softmax.cpp; the losses and their
+// gradients in ops/cpu/loss.cpp (as ops/cuda/loss.cu).
 #pragma once
 
 #include "ops/dispatch.h"
@@ -9,7 +10,6 @@ namespace grove::ops::cpu {
 void softmax(const OpCall& call, const OpOutputs& outputs);        // softmax, log_softmax
 void cross_entropy(const OpCall& call, const OpOutputs& outputs);  // loss and per-row lse
 void nll_loss(const OpCall& call, const OpOutputs& outputs);
-// ops/cpu/softmax_backward.cpp:
 void cross_entropy_backward(const OpCall& call, const OpOutputs& outputs);
 void nll_loss_backward(const OpCall& call, const OpOutputs& outputs);
 

@@ -1,5 +1,5 @@
 // CUDA kernels for cross_entropy, nll_loss and their gradients (ops/softmax.h); the CPU kernels
-// in ops/cpu/softmax.cpp and ops/cpu/softmax_backward.cpp are the reference they match. Every
+// in ops/cpu/loss.cpp are the reference they match. Every
 // kernel launches on the current stream of the output's device and none synchronises the host:
 // the output gradient and the targets are read on the device only.
 //
