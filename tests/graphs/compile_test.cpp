@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "compile_test_util.h"
 #include "graphs/compile/compile.h"
 #include "graphs/compile/traced_function.h"
 #include "graphs/trace/tracer.h"
@@ -29,62 +30,8 @@ namespace grove::graphs {
 namespace {
 
 using namespace grove::ops;
-using testing::kTestDevice;
+using namespace grove::graphs::testing;  // compile_test_util.h
 using CompileTest = testing::TreeTest;
-
-// Runs `body` on a fresh thread (a fresh tree manager for kTestDevice, quiet, with debug checks).
-void on_fresh_thread(const std::function<void()>& body) {
-  testing::with_manager([&](TreeManager&) { body(); });
-}
-
-CompileOptions quiet(CompileMode mode = CompileMode::Graphed) {
-  CompileOptions options;
-  options.mode = mode;
-  options.print_warnings = false;
-  options.tree_options = testing::test_options();
-  return options;
-}
-
-Tensor on_device(const Tensor& cpu) {
-  return cpu.to(kTestDevice);
-}
-
-// Parameters drawn on the CPU (the generator's reference numbers), then moved.
-Tensor parameter(IntArrayRef sizes, std::uint64_t seed) {
-  Generator generator(seed);
-  Tensor values = rand(sizes, {}, &generator);
-  return on_device(values * 0.5 - 0.25).requires_grad_();
-}
-
-Tensor input(IntArrayRef sizes, std::uint64_t seed) {
-  Generator generator(seed);
-  return on_device(randn(sizes, {}, &generator));
-}
-
-// Equal bits on the CPU; on a GPU the same kernels run on both paths, so also equal.
-void expect_equal(const Tensor& expected, const Tensor& got, const std::string& what) {
-  ASSERT_EQ(expected.sizes(), got.sizes()) << what;
-  const std::vector<float> a = expected.detach().to(kCPU).to_vector<float>();
-  const std::vector<float> b = got.detach().to(kCPU).to_vector<float>();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i], b[i]) << what << ": element " << i;
-  }
-}
-
-struct Mlp {
-  Tensor w1 = parameter({16, 8}, 1), b1 = parameter({16}, 2);
-  Tensor w2 = parameter({4, 16}, 3), b2 = parameter({4}, 4);
-  std::vector<Tensor> parameters() const { return {w1, b1, w2, b2}; }
-  Tensor forward(const Tensor& x) const { return linear(relu(linear(x, w1, b1)), w2, b2); }
-  void zero_grad() const {
-    for (const Tensor& p : parameters()) p.set_grad({});
-  }
-};
-
-Tensor targets(std::int64_t n, std::uint64_t seed) {
-  Generator generator(seed);
-  return randint(0, 4, {n}, &generator, kTestDevice);
-}
 
 TEST_F(CompileTest, TheTraceOfALayerPrintsAsTextAndDotAndVerifies) {
   on_fresh_thread([] {
