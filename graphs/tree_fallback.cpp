@@ -3,6 +3,7 @@
 // counted. See tree_manager.h.
 #include <algorithm>
 
+#include "graphs/explain.h"
 #include "graphs/tree_manager.h"
 
 namespace grove::graphs {
@@ -95,6 +96,9 @@ TensorList TreeManager::run_eagerly(const WrappedFunction& wrapped, const std::s
   }
   ++counters_.eager_fallbacks;
   ++counters_.fallbacks[fallback.reason];
+  count_event(GraphEvent::EagerFallback);
+  count_fallback(fallback.reason);
+  if (explaining()) explain(str("fallback to eager '", label, "': ", reason, ": ", fallback.why));
   return wrapped.callable(inputs);
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "graphs/explain.h"
 #include "graphs/generation.h"
 #include "graphs/pool_scope.h"
 
@@ -101,6 +102,7 @@ TensorList TreeManager::run(int added_id, TensorList inputs, const std::source_l
               "a managed function must be called on the "
               "thread whose tree manager created it (managers are per device and per thread)");
   release_functions_released_elsewhere();
+  const ExplainScope explain_scope(options_.explain ? ExplainLevel::On : ExplainLevel::Off);
   AddedFunction& added = functions_.added(added_id);
   const FunctionMode mode = added.wrapped.mode;
   InvocationScope scope(/*advances_generation=*/mode != FunctionMode::Backward);
@@ -197,7 +199,9 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
   // until the path ends.
   const bool warmed_up = function.warmed_up || options_.skip_warmup;
   if (!warmed_up || state_ == PathState::Warmup) {
-    if (state_ == PathState::Execution) apply_checkpoint();
+    if (state_ == PathState::Execution) {
+      apply_checkpoint(str("'", function.label(), "' warms up after the replays of this path"));
+    }
     if (static_cast<int>(warmup_chain_.size()) >= options_.max_warmup_chain) {
       return run_eagerly(
           *function.wrapped, function.label(),
@@ -242,6 +246,9 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
                            {FallbackReason::RerecordLimit, why}, inputs);
       }
       ++counters_.rerecords;
+      count_event(GraphEvent::Rerecord);
+      if (explaining())
+        explain(str("re-record '", function.label(), "' because ", rerecord_reason));
       if (count == 1) {
         warn(str("re-recording graphed function '", function.label(), "' because ", rerecord_reason,
                  " (after ", options_.rerecord_limit,
@@ -250,7 +257,10 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
       }
     }
     try_end_execution();
-    if (current_ != nullptr) apply_checkpoint();
+    if (current_ != nullptr) {
+      apply_checkpoint(
+          str("'", function.label(), "' records a new graph after this path's replays"));
+    }
   }
   // The hint was computed when this position was first reached; the inputs that are graph
   // outputs may differ now (or the path ended above), and recording would turn a mutated plain
@@ -297,6 +307,11 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
   state_ = PathState::Warmup;
   current_generation_ = generation;
   ++counters_.warmups;
+  count_event(GraphEvent::Warmup);
+  if (explaining()) {
+    explain(str("warm-up '", function.label(), "': ran eagerly in the graph pool (warm-up node ",
+                current_->id(), "); a later call of this signature records"));
+  }
   check_pool("after a warm-up");
   return outputs;
 }
@@ -329,6 +344,11 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
   state_ = PathState::Recording;
   current_generation_ = generation;
   ++counters_.recordings;
+  count_event(GraphEvent::Recording);
+  if (explaining()) {
+    explain(str("record '", function.label(), "' as graph node ", recorded->id(), " (",
+                recorded->num_kernels(), " kernels)"));
+  }
   check_pool("after a recording");
   return outputs;
 }
@@ -343,6 +363,9 @@ TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
   state_ = PathState::Execution;
   current_generation_ = generation;
   ++counters_.replays;
+  count_event(GraphEvent::Replay);
+  if (explaining())
+    explain(str("replay '", node.function().label(), "' (graph node ", node.id(), ")"));
   return outputs;
 }
 

@@ -96,8 +96,8 @@ namespace grove::graphs {
 class TreeManager;
 
 // What add_function returns: calling it routes the call through the manager. Copies share one
-// handle; when the last copy goes away the function is released (Note [Releasing managed
-// functions]). Call it on the manager's thread.
+// handle; when the last copy goes away the function is released
+// (Note [Releasing managed functions]). Call it on the manager's thread.
 class ManagedFunction {
  public:
   ManagedFunction() = default;
@@ -179,7 +179,8 @@ class TreeManager {
   TensorList execute(GraphNode& node, const TensorList& inputs);
   TensorList run_eagerly(const WrappedFunction& wrapped, const std::string& label,
                          const Fallback& fallback, const TensorList& inputs);
-  void apply_checkpoint();  // see Note [Checkpointing a private pool]
+  // See Note [Checkpointing a private pool]; `why` is for the explain line.
+  void apply_checkpoint(const std::string& why);
 
   // Why this call must run eagerly before anything else is decided, if it must.
   std::optional<Fallback> eager_fallback(FunctionInfo& function, const TensorList& inputs);

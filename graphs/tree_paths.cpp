@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "graphs/explain.h"
 #include "graphs/generation.h"
 #include "graphs/tree_manager.h"
 
@@ -43,6 +44,7 @@ void TreeManager::try_end_execution() {
 
 void TreeManager::end_generation() {
   std::set<const Storage*> done;
+  std::string poisoned;  // for the explain line
   for (const TreeNode* node : current_->path()) {
     const auto& refs = node->output_refs();
     for (std::size_t i = 0; i < refs.size(); ++i) {
@@ -58,9 +60,20 @@ void TreeManager::end_generation() {
           "graphs::mark_step_begin() before each iteration so that steps end where you say."));
       storage->free_and_remove_deleter();
       ++counters_.poisoned_outputs;
+      count_event(GraphEvent::PoisonedOutput);
+      if (explaining()) {
+        poisoned += str(poisoned.empty() ? "" : ", ", "output ", i, " of '",
+                        node->function().label(), "' (node ", node->id(), ")");
+      }
     }
   }
   ++counters_.generations;
+  count_event(GraphEvent::Generation);
+  if (explaining()) {
+    explain(str("generation ended: ", poisoned.empty()
+                                          ? std::string("no output of it was still held")
+                                          : "poisoned the outputs still held: " + poisoned));
+  }
   clear_path();
 }
 
@@ -93,7 +106,7 @@ void TreeManager::warn_pending_backwards(FunctionInfo& function) {
            "graphs::mark_step_begin() before each iteration."));
 }
 
-void TreeManager::apply_checkpoint() {
+void TreeManager::apply_checkpoint(const std::string& why) {
   GROVE_INTERNAL_ASSERT(current_ != nullptr && current_->kind() == TreeNode::Kind::Graph,
                         "a checkpoint needs a recorded current node");
   const auto* node = static_cast<const GraphNode*>(current_);
@@ -123,6 +136,11 @@ void TreeManager::apply_checkpoint() {
   }
   allocator.set_checkpoint_pool_state(node->checkpoint(), raw);
   ++counters_.checkpoints;
+  count_event(GraphEvent::Checkpoint);
+  if (explaining()) {
+    explain(str("checkpoint restore: the pool goes back to its state after graph node ", node->id(),
+                ", because ", why));
+  }
   check_pool("after restoring a checkpoint");
 }
 

@@ -98,6 +98,9 @@ struct TreeOptions {
   bool debug_checks = false;
   // Print warnings to stderr (they are always kept in TreeManager::warnings()).
   bool print_warnings = true;
+  // Narrate every decision of this manager's calls, one line each
+  // (Note [Explaining graphed mode] in graphs/explain.h).
+  bool explain = false;
 };
 
 struct TreeCounters {

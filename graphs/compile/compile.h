@@ -54,6 +54,7 @@
 #include <source_location>
 #include <string>
 
+#include "graphs/explain.h"
 #include "graphs/tree_types.h"
 
 namespace grove::graphs {
@@ -79,6 +80,11 @@ struct CompileOptions {
   bool or_error = false;
   // Print warnings to stderr (they are always kept in CompiledFunction::warnings()).
   bool print_warnings = true;
+  // Narrate each decision of this function's calls and backwards, one line each: traced,
+  // warm-up, recording, replay, checkpoint restore, re-record, fallback, generation ended
+  // (Note [Explaining graphed mode] in graphs/explain.h; GROVE_EXPLAIN=1 turns it on for a
+  // whole program). Verbose adds the first lines of each traced graph.
+  ExplainLevel explain = ExplainLevel::Off;
 };
 
 struct CompileStats {

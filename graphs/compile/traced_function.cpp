@@ -54,6 +54,7 @@ class CompiledBackward final : public autograd::Node {
                            ? grad_outputs[j]
                            : zeros(meta.sizes, TensorOptions(meta.dtype).device(meta.device)));
     }
+    const ExplainScope explain_scope(traced_->explain_setting());  // as the forward's call
     TensorList grads = traced_->run_backward(inputs, where_);
     return grads;
   }
@@ -123,6 +124,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   std::shared_ptr<TracedFunction> traced(new TracedFunction());
   traced->name_ = options.name;
   traced->mode_ = options.mode;
+  traced->explain_ = options.explain;
   traced->num_inputs_ = inputs.size();
   Graph joint(options.name);
   std::int32_t forward_end = 0;

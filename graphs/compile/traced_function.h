@@ -54,6 +54,8 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   // True when grove holds the last handle on a static input (the caller dropped it).
   bool static_released() const;
   std::string dump() const;
+  // CompileOptions::explain of the compile() that traced this.
+  ExplainLevel explain_setting() const { return explain_; }
 
   // The graphs (for tests): forward and backward when has_backward(), else inference.
   bool has_backward() const { return has_backward_; }
@@ -74,6 +76,7 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
 
   std::string name_;
   CompileMode mode_ = CompileMode::Graphed;
+  ExplainLevel explain_ = ExplainLevel::Off;
   Device device_ = kCPU;
   std::optional<std::string> eager_reason_;
   bool has_backward_ = false;

@@ -1,5 +1,5 @@
-// Partition of a joint trace and dead-node removal. See Note [What the forward saves for the
-// backward] in partition.h.
+// Partition of a joint trace and dead-node removal. See
+// Note [What the forward saves for the backward] in partition.h.
 #include "graphs/trace/partition.h"
 
 #include <functional>

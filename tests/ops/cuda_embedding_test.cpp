@@ -1,9 +1,9 @@
 // The CUDA embedding kernels (ops/cuda/embedding.cu) where a table of values (the parity table,
 // tests/ops/cuda_parity_test.cpp, which holds both backward paths and integer tables) cannot say
 // enough: a captured gradient replayed with new indices, and out-of-range indices, which are
-// reported at the next synchronisation and give NaN in the meantime (Note [Out-of-range indices
-// on the GPU]; more in cuda_device_errors_test.cpp). Every test skips without a CUDA device
-// (CTest label `gpu`).
+// reported at the next synchronisation and give NaN in the meantime
+// (Note [Out-of-range indices on the GPU]; more in cuda_device_errors_test.cpp). Every test
+// skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
 #include <algorithm>
