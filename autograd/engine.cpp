@@ -226,10 +226,19 @@ class GraphTask {
 
 }  // namespace
 
+namespace {
+thread_local std::uint64_t backward_passes = 0;
+}  // namespace
+
 void backward(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
               bool retain_graph) {
+  ++backward_passes;
   GraphTask task(outputs, grad_outputs, retain_graph);
   task.run_backward();
+}
+
+std::uint64_t backward_passes_on_this_thread() {
+  return backward_passes;
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,

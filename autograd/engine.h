@@ -13,6 +13,7 @@
 // right after it runs, and a second backward through it throws.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
@@ -35,5 +36,9 @@ struct GradOptions {
 // allow_unused, an undefined tensor) for an input the outputs do not depend on.
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs = {}, GradOptions options = {});
+
+// How many backward() passes (not grad() calls) this thread has run; compile() tells a
+// function that runs its own backward (a whole training step) from one that does not.
+std::uint64_t backward_passes_on_this_thread();
 
 }  // namespace grove::autograd

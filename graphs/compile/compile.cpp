@@ -1,6 +1,7 @@
 // compile(): the per-signature cache of traces and the eager fallbacks. See compile.h.
 #include "graphs/compile/compile.h"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -15,6 +16,7 @@ struct CompiledState {
   CompileStats stats;
   std::vector<std::string> warnings;
   std::vector<std::pair<Signature, std::shared_ptr<TracedFunction>>> traces;
+  std::vector<Signature> made_state;  // signatures whose first trace made state (see trace_for)
 
   void warn(const std::string& message) {
     warnings.push_back(message);
@@ -51,12 +53,12 @@ void explain_trace(const std::string& name, const Signature& signature,
   for (int n = 0; n < kLines && std::getline(text, line); ++n) explain("  " + line);
 }
 
-TracedFunction& trace_for(detail::CompiledState& state, const TensorList& inputs) {
+std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const TensorList& inputs) {
   const Signature signature = Signature::of(inputs);
   for (auto it = state.traces.begin(); it != state.traces.end(); ++it) {
     if (!(it->first == signature)) continue;
     if (!state.options.retrace_on_released_static || !it->second->static_released()) {
-      return *it->second;
+      return it->second;
     }
     state.warn("compiled function '" + state.options.name + "': a static input of its trace for " +
                signature.describe() +
@@ -78,12 +80,25 @@ TracedFunction& trace_for(detail::CompiledState& state, const TensorList& inputs
                std::to_string(limit) + " input signatures (the latest: " + signature.describe() +
                "); each new shape, dtype, device or requires_grad traces and records again");
   }
+  if (traced->made_state()) {
+    // The first call of a step made its state (an optimizer's buffers, adopted gradients):
+    // trace once more on the next call, when that state exists and is found, not made.
+    const auto made_before = std::find(state.made_state.begin(), state.made_state.end(), signature);
+    if (made_before == state.made_state.end()) {
+      state.made_state.push_back(signature);
+      if (explaining()) {
+        explain("trace '" + state.options.name + "' made state during its call (" +
+                traced->eager_reason() + "); traced again on the next call");
+      }
+      return traced;  // not kept: this call takes its outputs
+    }
+  }
   if (traced->eager()) {
     state.warn("compiled function '" + state.options.name + "' runs eagerly for " +
                signature.describe() + ": " + traced->eager_reason());
   }
   state.traces.emplace_back(signature, traced);
-  return *state.traces.back().second;
+  return traced;
 }
 
 }  // namespace
@@ -95,7 +110,10 @@ TensorList CompiledFunction::operator()(const TensorList& inputs,
   ++state.stats.calls;
   if (state.options.mode == CompileMode::Eager) return state.function(inputs);
   const ExplainScope explain_scope(state.options.explain);
-  TracedFunction& traced = trace_for(state, inputs);
+  const std::shared_ptr<TracedFunction> found = trace_for(state, inputs);
+  TracedFunction& traced = *found;
+  // A trace that just ran the function to its end (without a backward) did this call's work.
+  if (std::optional<TensorList> outputs = traced.take_outputs()) return *std::move(outputs);
   if (!traced.eager()) return traced.call(inputs, where);
   GROVE_CHECK(!state.options.or_error, "compiled function '", state.options.name,
               "' cannot be replayed: ", traced.eager_reason(),

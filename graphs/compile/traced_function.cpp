@@ -131,13 +131,17 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   try {
     Tracer tracer(joint);
     for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
+    const std::uint64_t passes_before = autograd::backward_passes_on_this_thread();
     const TensorList outputs = function(inputs);
+    // A function that ran backward() itself is a whole step (forward, backward, update): one
+    // graph, whose outputs need no gradient of their own.
+    traced->whole_step_ = autograd::backward_passes_on_this_thread() != passes_before;
     forward_end = static_cast<std::int32_t>(joint.nodes().size());
     traced->num_outputs_ = outputs.size();
     TensorList results = outputs;
     // The backward: the engine on the outputs that require gradients, with placeholders.
     std::vector<Tensor> differentiable, placeholders, targets;
-    if (autograd::GradMode::is_enabled()) {
+    if (autograd::GradMode::is_enabled() && !traced->whole_step_) {
       for (std::size_t i = 0; i < outputs.size(); ++i) {
         if (!outputs[i].defined() || !outputs[i].requires_grad()) continue;
         traced->differentiable_.push_back(i);
@@ -174,6 +178,14 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     }
     tracer.finish(results);
     traced->statics_ = tracer.static_tensors();
+    std::vector<Tensor> held = results;
+    held.insert(held.end(), placeholders.begin(), placeholders.end());
+    traced->kept_state_ = tracer.values_kept_outside(held);
+    if (!traced->has_backward_) {
+      // The trace ran the function for real: its outputs are this call's (see take_outputs).
+      traced->first_outputs_.emplace();
+      for (const Tensor& output : outputs) traced->first_outputs_->push_back(output.detach());
+    }
   } catch (const HostReadDuringTrace& error) {
     traced->eager_reason_ = error.message();
     return traced;
@@ -189,6 +201,14 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     reason << "it uses tensors on " << value.device << " and on " << traced->device_
            << "; a graph runs on one device";
     traced->eager_reason_ = reason.str();
+    return traced;
+  }
+  if (!traced->kept_state_.empty()) {
+    std::string values;
+    for (const std::string& value : traced->kept_state_)
+      values += (values.empty() ? "" : "; ") + value;
+    traced->eager_reason_ = "it keeps tensors it made during the call (" + values +
+                            ") past the call: state a replay could not update";
     return traced;
   }
   for (const std::size_t i : traced->differentiable_) {

@@ -50,6 +50,19 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   TensorList call(const TensorList& inputs, const std::source_location& where);
 
   bool eager() const { return eager_reason_.has_value(); }
+  // The trace kept tensors it made as state (an optimizer's first step): eager(), and another
+  // trace on the next call, once the state exists, may succeed.
+  bool made_state() const { return !kept_state_.empty(); }
+  // A function that ran backward() itself: one inference graph for the whole step.
+  bool whole_step() const { return whole_step_; }
+  // The outputs of the trace's own run, once (then nullopt): a trace without a backward ran
+  // the function for real, so they are the tracing call's results, and running the graph as
+  // well would apply its writes (an optimizer's update) twice.
+  std::optional<TensorList> take_outputs() {
+    std::optional<TensorList> outputs = std::move(first_outputs_);
+    first_outputs_.reset();
+    return outputs;
+  }
   const std::string& eager_reason() const { return *eager_reason_; }
   // True when grove holds the last handle on a static input (the caller dropped it).
   bool static_released() const;
@@ -80,6 +93,9 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   Device device_ = kCPU;
   std::optional<std::string> eager_reason_;
   bool has_backward_ = false;
+  bool whole_step_ = false;
+  std::vector<std::string> kept_state_;      // see made_state()
+  std::optional<TensorList> first_outputs_;  // see take_outputs()
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;
 

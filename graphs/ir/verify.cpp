@@ -8,11 +8,13 @@
 namespace grove::graphs {
 namespace {
 
-// A tensor of `value`'s sizes, dtype and device that owns at most one element (a 0-d tensor
-// expanded, or an empty one): enough for an op's `infer`, which reads only metadata.
-Tensor stand_in(const Value& value) {
+// A tensor of `value`'s sizes, dtype and device for an op's `infer`, which reads only metadata.
+// It owns at most one element (a 0-d tensor expanded, or an empty one), except for the inputs
+// of ops that write in place, which refuse operands whose elements share memory (a fused
+// optimizer update): those get memory of their own, never read.
+Tensor stand_in(const Value& value, bool dense) {
   const TensorOptions options = TensorOptions(value.dtype).device(value.device);
-  if (product(value.sizes) == 0) return empty(value.sizes, options);
+  if (dense || product(value.sizes) == 0) return empty(value.sizes, options);
   return zeros({}, options).expand(value.sizes);
 }
 
@@ -73,7 +75,9 @@ void Graph::verify() const {
     switch (node.kind) {
       case NodeKind::Op: {
         std::vector<Tensor> stand_ins;
-        for (const ValueId input : node.inputs) stand_ins.push_back(stand_in(value(input)));
+        for (const ValueId input : node.inputs) {
+          stand_ins.push_back(stand_in(value(input), node.in_place));
+        }
         const ops::OpCall call{node.op, stand_ins, node.attributes};
         ops::OutputSpecs specs;
         if (!stand_ins.empty()) specs.device = stand_ins[0].device();

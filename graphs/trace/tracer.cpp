@@ -48,6 +48,32 @@ void Tracer::finish(const std::vector<Tensor>& outputs) {
   active_ = false;
 }
 
+std::vector<std::string> Tracer::values_kept_outside(const std::vector<Tensor>& results) const {
+  GROVE_INTERNAL_ASSERT(!active_, "values_kept_outside before finish()");
+  std::unordered_map<const Storage*, std::size_t> impls_seen;  // distinct impls per storage
+  std::unordered_map<const TensorImpl*, std::size_t> handles_seen;
+  for (const Tensor& tensor : seen_) {
+    if (++handles_seen[tensor.impl()] == 1) ++impls_seen[tensor.storage().get()];
+  }
+  std::unordered_map<const Storage*, bool> allowed;
+  for (const Tensor& result : results) {
+    if (result.defined()) allowed[result.storage().get()] = true;
+  }
+  std::vector<std::string> kept;
+  std::unordered_map<const Storage*, bool> reported;
+  for (const Tensor& tensor : seen_) {
+    const Storage* storage = tensor.storage().get();
+    if (storage->serial() <= first_serial_ || allowed.contains(storage)) continue;
+    const bool other_impl = tensor.storage().use_count() > impls_seen.at(storage);
+    const bool other_handle = tensor.impl()->strong_count() > handles_seen.at(tensor.impl());
+    if ((other_impl || other_handle) && !reported[storage]) {
+      reported[storage] = true;
+      kept.push_back(graph_.describe_value(values_.at(tensor.impl())));
+    }
+  }
+  return kept;
+}
+
 void Tracer::define(const Tensor& tensor, ValueId value) {
   values_[tensor.impl()] = value;
   by_storage_[tensor.storage().get()].push_back(value);

@@ -63,6 +63,13 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
   // The value `tensor` is, resolving unknown tensors as Note [What a trace sees] says.
   ValueId value_of(const Tensor& tensor);
 
+  // After finish(): the values the function made during the trace that something outside the
+  // trace still holds (an optimizer's state made on its first step, a gradient a leaf adopted
+  // and kept, an intermediate cached in the closure), other than those over the memory of
+  // `results` (what the caller of the trace holds on purpose). A replay could not update them:
+  // the graph writes its own memory, not theirs. Described as the graph prints them.
+  std::vector<std::string> values_kept_outside(const std::vector<Tensor>& results) const;
+
   // --- observer callbacks ---
   void before_in_place(const ops::OpCall& call) override;
   void on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) override;
