@@ -286,10 +286,12 @@ OpAttributes SgdAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, momentum, weight_decay, 0.0};
   attributes.flag = nesterov;
+  if (lr_from_tensor) attributes.ints = {1};
   return attributes;
 }
 std::string SgdAttributes::describe() const {
-  return "lr=" + real(lr) + " momentum=" + real(momentum) + " weight_decay=" + real(weight_decay) +
+  return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) +
+         " momentum=" + real(momentum) + " weight_decay=" + real(weight_decay) +
          " nesterov=" + boolean(nesterov);
 }
 
@@ -297,11 +299,12 @@ OpAttributes AdamwAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, beta1, beta2, eps};
   attributes.scalar = Scalar(weight_decay);
+  if (lr_from_tensor) attributes.ints = {1};
   return attributes;
 }
 std::string AdamwAttributes::describe() const {
-  return "lr=" + real(lr) + " beta1=" + real(beta1) + " beta2=" + real(beta2) +
-         " eps=" + real(eps) + " weight_decay=" + real(weight_decay);
+  return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) + " beta1=" + real(beta1) +
+         " beta2=" + real(beta2) + " eps=" + real(eps) + " weight_decay=" + real(weight_decay);
 }
 
 // ---- random ops --------------------------------------------------------------------------------

@@ -194,32 +194,41 @@ struct NormalAttributes {
   std::string describe() const;
 };
 
-// sgd_ (ops/optim.h): reals = lr, momentum, weight_decay; flag = nesterov.
+// sgd_ (ops/optim.h): reals = lr, momentum, weight_decay; flag = nesterov; ints = {1} when the
+// learning rate is read from the call's last input, a tensor (lr is then unused), else empty.
 struct SgdAttributes {
   double lr = 0.0;
   double momentum = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
+  bool lr_from_tensor = false;
 
   OpAttributes to_attributes() const;
   static SgdAttributes from(const OpAttributes& attributes) {
-    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.flag};
+    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.flag,
+            !attributes.ints.empty() && attributes.ints[0] != 0};
   }
   std::string describe() const;
 };
 
-// adamw_ (ops/optim.h): reals = lr, beta1, beta2, eps; scalar = weight_decay.
+// adamw_ (ops/optim.h): reals = lr, beta1, beta2, eps; scalar = weight_decay; ints = {1} when
+// the learning rate is read from the call's last input, a tensor (lr is then unused), else empty.
 struct AdamwAttributes {
   double lr = 0.0;
   double beta1 = 0.0;
   double beta2 = 0.0;
   double eps = 0.0;
   double weight_decay = 0.0;
+  bool lr_from_tensor = false;
 
   OpAttributes to_attributes() const;
   static AdamwAttributes from(const OpAttributes& attributes) {
-    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.reals[3],
-            attributes.scalar.to<double>()};
+    return {attributes.reals[0],
+            attributes.reals[1],
+            attributes.reals[2],
+            attributes.reals[3],
+            attributes.scalar.to<double>(),
+            !attributes.ints.empty() && attributes.ints[0] != 0};
   }
   std::string describe() const;
 };

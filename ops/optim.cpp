@@ -63,26 +63,51 @@ void check_hyperparameter(const OpCall& call, const char* name, double value, bo
                  value);
 }
 
-// Inputs (param, grad[, velocity]). Attributes: SgdAttributes (ops/attributes.h).
+// The learning-rate tensor (the call's last input): one floating element, its own memory.
+void check_lr_tensor(const OpCall& call, std::size_t tensors) {
+  const Tensor& lr = call.inputs.back();
+  GROVE_OP_CHECK(call,
+                 lr.numel() == 1 && (lr.dtype() == DType::Float32 || lr.dtype() == DType::Float64),
+                 "expected lr to be a one-element float32 or float64 tensor holding the learning "
+                 "rate, but got ",
+                 lr.dtype(), lr.sizes());
+  for (std::size_t i = 0; i < tensors; ++i) {
+    GROVE_OP_CHECK(call, !overlap(call.input(i), lr), "input ", i,
+                   " shares memory with lr; the learning rate needs its own tensor");
+  }
+}
+
+// Inputs (param, grad[, velocity][, lr]). Attributes: SgdAttributes (ops/attributes.h).
 void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "velocity"};
-  const auto [lr, momentum, weight_decay, nesterov] = SgdAttributes::from(call.attributes);
-  check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  const auto [lr, momentum, weight_decay, nesterov, lr_from_tensor] =
+      SgdAttributes::from(call.attributes);
+  const std::size_t tensors = call.inputs.size() - (lr_from_tensor ? 1 : 0);
+  if (lr_from_tensor) {
+    check_lr_tensor(call, tensors);
+  } else {
+    check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  }
   check_hyperparameter(call, "momentum", momentum, momentum >= 0, ">= 0");
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
   GROVE_OP_CHECK(call, !nesterov || momentum > 0, "nesterov needs momentum > 0, but momentum is ",
                  momentum);
-  GROVE_OP_CHECK(call, momentum == 0 || call.inputs.size() == 3, "momentum ", momentum,
+  GROVE_OP_CHECK(call, momentum == 0 || tensors == 3, "momentum ", momentum,
                  " needs a velocity tensor (zeros_like(param) at first)");
-  check_tensors(call, call.inputs.size(), kNames);
+  check_tensors(call, tensors, kNames);
   outputs.in_place = true;
 }
 
-// Inputs (param, grad, exp_avg, exp_avg_sq, step). Attributes: AdamwAttributes.
+// Inputs (param, grad, exp_avg, exp_avg_sq, step[, lr]). Attributes: AdamwAttributes.
 void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-  const auto [lr, beta1, beta2, eps, weight_decay] = AdamwAttributes::from(call.attributes);
-  check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  const auto [lr, beta1, beta2, eps, weight_decay, lr_from_tensor] =
+      AdamwAttributes::from(call.attributes);
+  if (lr_from_tensor) {
+    check_lr_tensor(call, 5);
+  } else {
+    check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
+  }
   check_hyperparameter(call, "beta1", beta1, beta1 >= 0 && beta1 < 1, "in [0, 1)");
   check_hyperparameter(call, "beta2", beta2, beta2 >= 0 && beta2 < 1, "in [0, 1)");
   check_hyperparameter(call, "eps", eps, eps >= 0, ">= 0");
@@ -118,12 +143,35 @@ const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& veloci
   return param;
 }
 
+const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
+                   const Tensor& lr, const SgdOptions& options) {
+  const OpAttributes attributes =
+      SgdAttributes{options.lr, options.momentum, options.weight_decay, options.nesterov, true}
+          .to_attributes();
+  if (!velocity.defined()) {  // infer refuses this unless momentum is 0
+    dispatch(kSgd, {param, grad, lr}, attributes);
+  } else {
+    dispatch(kSgd, {param, grad, velocity, lr}, attributes);
+  }
+  return param;
+}
+
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options) {
   const OpAttributes attributes =
       AdamwAttributes{options.lr, options.beta1, options.beta2, options.eps, options.weight_decay}
           .to_attributes();
   dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step}, attributes);
+  return param;
+}
+
+const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, const Tensor& step, const Tensor& lr,
+                     const AdamwOptions& options) {
+  const OpAttributes attributes = AdamwAttributes{options.lr,  options.beta1,        options.beta2,
+                                                  options.eps, options.weight_decay, true}
+                                      .to_attributes();
+  dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step, lr}, attributes);
   return param;
 }
 

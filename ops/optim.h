@@ -33,6 +33,9 @@ struct SgdOptions {
 // momentum 0 the velocity may be undefined.
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
                    const SgdOptions& options);
+// The same with the learning rate read from `lr` (see "Learning rates in tensors" below).
+const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
+                   const Tensor& lr, const SgdOptions& options);
 
 struct AdamwOptions {
   double lr = 1e-3;
@@ -53,9 +56,20 @@ struct AdamwOptions {
 // (add_(step, 1) before the updates). A step below 1 makes the parameter NaN (the kernel cannot
 // throw). exp_avg and exp_avg_sq start at zeros.
 //
-// Captured graphs: the hyperparameters (lr, momentum, betas, ...) are kernel arguments, fixed
-// when the update is captured; a learning-rate schedule needs a new capture when lr changes.
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options);
+// The same with the learning rate read from `lr` (see below).
+const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                     const Tensor& exp_avg_sq, const Tensor& step, const Tensor& lr,
+                     const AdamwOptions& options);
+
+// Learning rates in tensors. Captured graphs (and compiled steps) keep the hyperparameters of
+// options as kernel arguments, fixed when the update is captured or traced: with them, a
+// learning-rate schedule would need a new capture whenever lr changes. The overloads above that
+// take `lr` as a tensor (one float32 or float64 element on the parameter's device, memory of
+// its own) read it when the kernel runs, like AdamW's step, and ignore options.lr: a schedule
+// writes the new rate into that tensor (lr.fill_(rate)) between steps, and replays follow.
+// AdamW's lr-dependent terms (1 - lr * weight_decay, lr / (1 - beta1^t)) are computed in double
+// from the tensor's value, as from options.lr, so the two forms agree exactly for a float64 lr.
 
 }  // namespace grove::ops

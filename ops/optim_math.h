@@ -57,6 +57,15 @@ struct AdamwCoefficients {
 
 // Fills in the step-dependent coefficients for step t (computed in double: beta^t for large t
 // would lose digits in float).
+// The learning-rate-dependent coefficients, for the attribute's lr at launch or the lr tensor's
+// value when the kernel runs (computed in double either way, so both agree).
+template <typename T>
+GROVE_HOST_DEVICE inline void set_adamw_lr(AdamwCoefficients<T>& c, double lr,
+                                           double weight_decay) {
+  c.lr = static_cast<T>(lr);
+  c.decay_factor = static_cast<T>(1.0 - lr * weight_decay);
+}
+
 template <typename T>
 GROVE_HOST_DEVICE inline void set_adamw_step(AdamwCoefficients<T>& c, double lr, double beta1,
                                              double beta2, double t) {
@@ -94,14 +103,44 @@ GROVE_HOST_DEVICE inline double read_step(const void* data, int dtype_code) {
   }
 }
 
-// Host-side helpers of both kernels. The loop runs over the first kOperands inputs; a missing
-// input (SGD without velocity) borrows the parameter's strides and is never read.
+// Where an update reads its learning rate when the kernel runs: a one-element tensor (sgd_ and
+// adamw_ given `lr` as a tensor), or nowhere (data null: the attribute's value, fixed at launch).
+struct LrSource {
+  const void* data = nullptr;
+  int dtype_code = 0;  // as read_step's
+};
+
+GROVE_HOST_DEVICE inline double read_lr(const LrSource& source, double fixed) {
+  return source.data != nullptr ? read_step(source.data, source.dtype_code) : fixed;
+}
+
+// Host-side helpers of both kernels.
+
+// The call's inputs that are parameter, gradient and states: all but the learning-rate tensor
+// (the last input, when there is one) and AdamW's step.
+inline std::size_t optim_tensors(const OpCall& call) {
+  if (call.kind == OpKind::AdamwStep) return 4;
+  return call.inputs.size() - (SgdAttributes::from(call.attributes).lr_from_tensor ? 1 : 0);
+}
+
+inline LrSource lr_source(const OpCall& call) {
+  const bool from_tensor = call.kind == OpKind::AdamwStep
+                               ? AdamwAttributes::from(call.attributes).lr_from_tensor
+                               : SgdAttributes::from(call.attributes).lr_from_tensor;
+  if (!from_tensor) return {};
+  const Tensor& lr = call.inputs.back();
+  return {lr.data_ptr(), static_cast<int>(lr.dtype())};
+}
+
+// The loop runs over the first kOperands inputs; a missing one (SGD without velocity) borrows
+// the parameter's strides and is never read.
 template <int kOperands>
 StridedLoop<kOperands> optim_loop(const OpCall& call) {
+  const std::size_t tensors = optim_tensors(call);
   IntArrayRef strides[kOperands];
   for (int k = 0; k < kOperands; ++k) {
     const auto index = static_cast<std::size_t>(k);
-    strides[k] = index < call.inputs.size() ? call.input(index).strides() : call.input(0).strides();
+    strides[k] = index < tensors ? call.input(index).strides() : call.input(0).strides();
   }
   return make_loop<kOperands>(call.input(0).sizes(), strides, op_name(call.kind).data());
 }
@@ -113,7 +152,7 @@ template <typename T>
 SgdCoefficients<T> sgd_coefficients(const OpCall& call) {
   const SgdAttributes a = SgdAttributes::from(call.attributes);
   return {static_cast<T>(a.lr), static_cast<T>(a.momentum), static_cast<T>(a.weight_decay),
-          a.nesterov, call.inputs.size() == 3};
+          a.nesterov, optim_tensors(call) == 3};
 }
 
 template <typename T>
@@ -124,14 +163,14 @@ AdamwCoefficients<T> adamw_coefficients(const OpCall& call) {
   c.beta1 = static_cast<T>(a.beta1);
   c.beta2 = static_cast<T>(a.beta2);
   c.eps = static_cast<T>(a.eps);
-  c.decay_factor = static_cast<T>(1.0 - a.lr * a.weight_decay);
+  set_adamw_lr(c, a.lr, a.weight_decay);
   return c;
 }
 
-// Input `index`'s data, or null when the call has no such input.
+// Parameter, gradient or state `index`'s data, or null when the call has no such input.
 template <typename T>
 T* optim_data(const OpCall& call, std::size_t index) {
-  return index < call.inputs.size() ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
+  return index < optim_tensors(call) ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
 }
 
 }  // namespace grove::ops

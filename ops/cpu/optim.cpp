@@ -1,6 +1,7 @@
 // CPU kernels of the fused optimizer updates: one StridedLoop over the parameter, the gradient
 // and the state tensors, and the shared per-element formulas of ops/optim_math.h. AdamW's step
-// is read when the kernel runs (not when it is launched), so a captured step replays correctly.
+// and a learning-rate tensor are read when the kernel runs (not when it is launched), so a
+// captured step replays correctly.
 #include "ops/cpu/optim.h"
 
 #include <type_traits>
@@ -12,12 +13,15 @@ namespace {
 
 template <typename T>
 void sgd_typed(const OpCall& call) {
-  const SgdCoefficients<T> c = sgd_coefficients<T>(call);
+  const SgdCoefficients<T> fixed = sgd_coefficients<T>(call);
+  const LrSource lr = lr_source(call);
   const StridedLoop<3> loop = optim_loop<3>(call);
   T* param = optim_data<T>(call, 0);
   const T* grad = optim_data<T>(call, 1);
   T* velocity = optim_data<T>(call, 2);
   launch_cpu(current_stream(call.input(0).device()), [=] {
+    SgdCoefficients<T> c = fixed;
+    if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
     const int last = loop.ndim - 1;
     for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
       for (std::int64_t j = 0; j < n; ++j) {
@@ -32,9 +36,11 @@ void sgd_typed(const OpCall& call) {
 template <typename T>
 void adamw_typed(const OpCall& call) {
   const AdamwAttributes a = AdamwAttributes::from(call.attributes);
-  const double lr = a.lr;
+  const double fixed_lr = a.lr;
+  const double weight_decay = a.weight_decay;
   const double beta1 = a.beta1;
   const double beta2 = a.beta2;
+  const LrSource lr_tensor = lr_source(call);
   const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const StridedLoop<4> loop = optim_loop<4>(call);
   T* param = optim_data<T>(call, 0);
@@ -45,6 +51,8 @@ void adamw_typed(const OpCall& call) {
   const int step_dtype = static_cast<int>(call.input(4).dtype());
   launch_cpu(current_stream(call.input(0).device()), [=] {
     AdamwCoefficients<T> coefficients = c;
+    const double lr = read_lr(lr_tensor, fixed_lr);
+    if (lr_tensor.data != nullptr) set_adamw_lr(coefficients, lr, weight_decay);
     set_adamw_step(coefficients, lr, beta1, beta2, read_step(step, step_dtype));
     const int last = loop.ndim - 1;
     for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {

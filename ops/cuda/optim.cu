@@ -3,8 +3,9 @@
 //
 // One grid-stride kernel per call over a StridedLoop of (param, grad, states): make_loop merges
 // dense tensors into one dimension, so the usual contiguous parameter needs no index division.
-// AdamW reads its step from device memory when the kernel runs and computes the bias
-// corrections then, so a captured step stays correct on every replay.
+// AdamW's step and a learning-rate tensor are read from device memory when the kernel runs
+// (and the coefficients that depend on them computed then), so a captured step stays correct
+// on every replay.
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_device.h"
@@ -16,8 +17,9 @@ namespace grove::ops::cuda {
 namespace {
 
 template <typename T>
-__global__ void sgd_kernel(T* param, const T* grad, T* velocity, const SgdCoefficients<T> c,
+__global__ void sgd_kernel(T* param, const T* grad, T* velocity, SgdCoefficients<T> c, LrSource lr,
                            const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+  if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[3];
     offsets_of<3>(loop, i, offsets);
@@ -28,9 +30,11 @@ __global__ void sgd_kernel(T* param, const T* grad, T* velocity, const SgdCoeffi
 
 template <typename T>
 __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, const void* step,
-                             int step_dtype, AdamwCoefficients<T> c, double lr, double beta1,
-                             double beta2, const __grid_constant__ StridedLoop<4> loop,
-                             std::int64_t n) {
+                             int step_dtype, AdamwCoefficients<T> c, double fixed_lr,
+                             LrSource lr_tensor, double weight_decay, double beta1, double beta2,
+                             const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+  const double lr = read_lr(lr_tensor, fixed_lr);
+  if (lr_tensor.data != nullptr) set_adamw_lr(c, lr, weight_decay);
   set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[4];
@@ -46,7 +50,7 @@ void sgd_typed(const OpCall& call) {
   const Tensor& param = call.input(0);
   const std::int64_t n = param.numel();
   sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
-      optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2), c,
+      optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2), c, lr_source(call),
       optim_loop<3>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
@@ -60,7 +64,7 @@ void adamw_typed(const OpCall& call) {
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
       optim_data<T>(call, 3), call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c,
-      a.lr, a.beta1, a.beta2, optim_loop<4>(call), n);
+      a.lr, lr_source(call), a.weight_decay, a.beta1, a.beta2, optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

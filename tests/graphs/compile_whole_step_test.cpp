@@ -1,5 +1,6 @@
 // A whole training step in one compiled graph: forward, backward(), the optimizer's update and
-// zeroing the gradients, compared with the same step run eagerly, step by step.
+// zeroing the gradients, compared with the same step run eagerly, step by step; the learning
+// rate in a tensor follows a schedule without a new recording.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,12 +25,20 @@ struct Trainee {
   std::vector<Tensor> velocity, exp_avg, exp_avg_sq;
   Tensor step = on_device(zeros({}));  // AdamW's step count, on the device
   Tensor one = on_device(ones({}));
+  Tensor lr = on_device(zeros({}, TensorOptions(DType::Float64)));  // written by the schedule
 };
+
+// Rates that change every step (a linear decay), or the options' fixed rate.
+enum class Schedule { Fixed, EveryStep };
+double rate_at(int step) {
+  return 0.1 * (1.0 - static_cast<double>(step) / (2 * kSteps));
+}
 
 enum class Optimizer { SgdMomentum, Adamw };
 
-TensorList train_step(Trainee& trainee, Optimizer optimizer, bool grads_to_none,
+TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, bool grads_to_none,
                       const TensorList& in) {
+  const bool scheduled = schedule == Schedule::EveryStep;
   const Tensor loss = cross_entropy(trainee.mlp.forward(in[0]), in[1]);
   loss.backward();
   const autograd::NoGradGuard no_grad;
@@ -39,7 +48,12 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, bool grads_to_none,
       for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
     }
     for (std::size_t i = 0; i < params.size(); ++i) {
-      sgd_(params[i], params[i].grad(), trainee.velocity[i], {.lr = 0.1, .momentum = 0.9});
+      const SgdOptions options{.lr = 0.1, .momentum = 0.9};
+      if (scheduled) {
+        sgd_(params[i], params[i].grad(), trainee.velocity[i], trainee.lr, options);
+      } else {
+        sgd_(params[i], params[i].grad(), trainee.velocity[i], options);
+      }
     }
   } else {
     if (trainee.exp_avg.empty()) {
@@ -50,8 +64,14 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, bool grads_to_none,
     }
     add_(trainee.step, trainee.one);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      adamw_(params[i], params[i].grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
-             {.lr = 0.01});
+      const AdamwOptions options{.lr = 0.01};
+      if (scheduled) {
+        adamw_(params[i], params[i].grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
+               trainee.lr, options);
+      } else {
+        adamw_(params[i], params[i].grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
+               options);
+      }
     }
   }
   for (const Tensor& p : params) {
@@ -64,15 +84,20 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, bool grads_to_none,
   return {loss.detach()};
 }
 
-void expect_whole_step_equals_eager(Optimizer optimizer, bool grads_to_none) {
+void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, bool grads_to_none) {
   on_fresh_thread([&] {
     Trainee eager, graphed;  // the same parameters (fixed seeds)
     CompiledFunction step = compile(
-        [&](const TensorList& in) { return train_step(graphed, optimizer, grads_to_none, in); },
+        [&](const TensorList& in) {
+          return train_step(graphed, optimizer, schedule, grads_to_none, in);
+        },
         quiet());
     for (int s = 0; s < kSteps; ++s) {
+      // The schedule writes the rate outside the step, into the tensor the graph reads.
+      eager.lr.fill_(rate_at(s));
+      graphed.lr.fill_(rate_at(s));
       const TensorList batch = {input({6, 8}, 500 + s), targets(6, 600 + s)};
-      const Tensor expected = train_step(eager, optimizer, grads_to_none, batch)[0];
+      const Tensor expected = train_step(eager, optimizer, schedule, grads_to_none, batch)[0];
       const Tensor got = step(batch)[0];
       expect_equal(expected, got, "loss of step " + std::to_string(s));
     }
@@ -81,7 +106,7 @@ void expect_whole_step_equals_eager(Optimizer optimizer, bool grads_to_none) {
                    "parameter " + std::to_string(i));
     }
     // Call 1 traces and makes the optimizer's state; call 2 traces again, finding it; call 3
-    // warms up; call 4 records; every later call replays.
+    // warms up; call 4 records; every later call replays, whatever the learning rate.
     EXPECT_EQ(step.stats().traces, 2u);
     EXPECT_EQ(step.stats().eager_calls, 0u);
     const TreeCounters& counters = tree_manager(kTestDevice).counters();
@@ -91,16 +116,21 @@ void expect_whole_step_equals_eager(Optimizer optimizer, bool grads_to_none) {
   });
 }
 
-TEST_F(CompileWholeStep, SgdWithMomentumEqualsEagerStepByStep) {
-  expect_whole_step_equals_eager(Optimizer::SgdMomentum, /*grads_to_none=*/false);
+TEST_F(CompileWholeStep, SgdWithMomentumAndAScheduleEqualsEagerStepByStep) {
+  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::EveryStep,
+                                 /*grads_to_none=*/false);
 }
 
-TEST_F(CompileWholeStep, SgdWithGradientsSetToNoneEqualsEager) {
-  expect_whole_step_equals_eager(Optimizer::SgdMomentum, /*grads_to_none=*/true);
+TEST_F(CompileWholeStep, SgdWithAFixedRateAndGradientsSetToNoneEqualsEager) {
+  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::Fixed, /*grads_to_none=*/true);
 }
 
-TEST_F(CompileWholeStep, AdamwEqualsEagerStepByStep) {
-  expect_whole_step_equals_eager(Optimizer::Adamw, /*grads_to_none=*/false);
+TEST_F(CompileWholeStep, AdamwWithAScheduleEqualsEagerStepByStep) {
+  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::EveryStep, /*grads_to_none=*/false);
+}
+
+TEST_F(CompileWholeStep, AdamwWithAFixedRateEqualsEagerStepByStep) {
+  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::Fixed, /*grads_to_none=*/false);
 }
 
 }  // namespace

@@ -458,6 +458,17 @@ void add_optim_rows(std::vector<Row>& rows) {
                   },
                   kOptim});
   rows.push_back({OpKind::SgdStep,
+                  "sgd_ lr tensor",
+                  kFloating,
+                  {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
+                  shapes,
+                  [](const std::vector<Tensor>& x, const Context& context) {
+                    const Tensor lr = full({}, 0.05, on(context, DType::Float64));
+                    sgd_(x[0], x[1], x[2], lr, SgdOptions{0.0, 0.9, 0.01, true});
+                    return std::vector<Tensor>{x[0], x[2]};
+                  },
+                  kOptim});
+  rows.push_back({OpKind::SgdStep,
                   "sgd_ plain",
                   kFloating,
                   {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
@@ -480,6 +491,19 @@ void add_optim_rows(std::vector<Row>& rows) {
        [](const std::vector<Tensor>& x, const Context& context) {
          const Tensor step = full({1}, Scalar(std::int64_t{3}), on(context, DType::Int64));
          adamw_(x[0], x[1], x[2], x[3], step, AdamwOptions{0.01, 0.9, 0.99, 1e-8, 0.1});
+         return std::vector<Tensor>{x[0], x[2], x[3]};
+       },
+       kOptim});
+  rows.push_back(
+      {OpKind::AdamwStep,
+       "adamw_ lr tensor",
+       kFloating,
+       {in(Values::Finite), in(Values::Finite), in(Values::Finite), in(Values::Positive)},
+       adam_shapes,
+       [](const std::vector<Tensor>& x, const Context& context) {
+         const Tensor step = full({1}, Scalar(std::int64_t{3}), on(context, DType::Int64));
+         const Tensor lr = full({}, 0.01f, on(context, DType::Float32));
+         adamw_(x[0], x[1], x[2], x[3], step, lr, AdamwOptions{0.0, 0.9, 0.99, 1e-8, 0.1});
          return std::vector<Tensor>{x[0], x[2], x[3]};
        },
        kOptim});

@@ -163,6 +163,61 @@ TEST(OptimTest, CapturedAdamwReadsTheStepAtReplay) {
   expect_close(param, elements(eager_param), 0.0, 0.0, "param after three replays");
 }
 
+// With the learning rate in a float64 tensor holding options' value, both updates give the
+// bits of the fixed-rate form, step after step.
+TEST(OptimTest, LrTensorGivesTheFixedRatesBits) {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor grad = random_tensor({24}, dtype, -1, 1, 11);
+    const Tensor start = random_tensor({24}, dtype, -1, 1, 12);
+    const SgdOptions sgd{0.05, 0.9, 0.01, true};
+    Tensor p1 = start.clone(), p2 = start.clone();
+    const Tensor v1 = zeros_like(start), v2 = zeros_like(start);
+    const Tensor lr = full({}, sgd.lr, TensorOptions(DType::Float64));
+    const AdamwOptions adamw{0.01, 0.9, 0.99, 1e-8, 0.1};
+    Tensor q1 = start.clone(), q2 = start.clone();
+    const Tensor m1 = zeros_like(start), m2 = zeros_like(start), s1 = zeros_like(start),
+                 s2 = zeros_like(start), step = ones({1});
+    const Tensor adam_lr = full({}, adamw.lr, TensorOptions(DType::Float64));
+    for (int i = 0; i < 3; ++i) {
+      sgd_(p1, grad, v1, sgd);
+      sgd_(p2, grad, v2, lr, SgdOptions{0.0, sgd.momentum, sgd.weight_decay, sgd.nesterov});
+      adamw_(q1, grad, m1, s1, step, adamw);
+      adamw_(q2, grad, m2, s2, step, adam_lr, adamw);
+    }
+    expect_close(p2, elements(p1), 0.0, 0.0, "sgd_ with an lr tensor");
+    expect_close(q2, elements(q1), 0.0, 0.0, "adamw_ with an lr tensor");
+  }
+}
+
+// A captured update reads the learning rate when it replays: a schedule that writes the lr
+// tensor between replays gives what eager updates with those rates give.
+TEST(OptimTest, CapturedUpdatesFollowTheLrTensor) {
+  const Tensor grad = random_tensor({16}, DType::Float32, -1, 1, 7);
+  Tensor eager_p = random_tensor({16}, DType::Float32, -1, 1, 8);
+  Tensor eager_q = eager_p.clone();
+  Tensor p = eager_p.clone(), q = eager_p.clone();
+  const Tensor eager_v = zeros({16}), v = zeros({16});
+  const Tensor eager_m = zeros({16}), eager_s = zeros({16}), m = zeros({16}), s = zeros({16});
+  const Tensor step = ones({1});
+  const Tensor lr = full({}, 0.0f);
+  DeviceGraph graph(kCPU);
+  graph.begin_capture(current_stream(kCPU));
+  sgd_(p, grad, v, lr, SgdOptions{0.0, 0.9, 0.0, false});
+  adamw_(q, grad, m, s, step, lr, AdamwOptions{0.0, 0.9, 0.999, 1e-8, 0.1});
+  graph.end_capture();
+  for (const float rate : {0.1f, 0.05f, 0.025f}) {
+    lr.fill_(rate);
+    graph.replay();
+    sgd_(eager_p, grad, eager_v, SgdOptions{rate, 0.9, 0.0, false});
+    const Tensor eager_lr = full({}, rate);
+    adamw_(eager_q, grad, eager_m, eager_s, step, eager_lr,
+           AdamwOptions{0.0, 0.9, 0.999, 1e-8, 0.1});
+  }
+  synchronize(current_stream(kCPU));
+  expect_close(p, elements(eager_p), 0.0, 0.0, "sgd_ after three replays");
+  expect_close(q, elements(eager_q), 0.0, 0.0, "adamw_ after three replays");
+}
+
 TEST(OptimTest, RefusesBadArguments) {
   const Tensor p = zeros({4}), g = zeros({4}), v = zeros({4}), step = ones({1});
   auto message_of = [](auto body) -> std::string {
@@ -210,6 +265,14 @@ TEST(OptimTest, RefusesBadArguments) {
   EXPECT_NE(message_of([&] {
               adamw_(p, g, zeros({4}), zeros({4}), ones({2}), {});
             }).find("one-element numeric tensor"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              sgd_(p, g, v, ones({2}), {0.0, 0.9});
+            }).find("expected lr to be a one-element float32 or float64 tensor"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] {
+              adamw_(p, g, zeros({4}), zeros({4}), step, p.slice(0, 0, 1).view({}), {});
+            }).find("input 0 shares memory with lr"),
             std::string::npos);
   // Halves of one buffer may serve as two tensors; overlapping views may not.
   const Tensor buffer = zeros({8});
