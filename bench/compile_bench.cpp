@@ -7,12 +7,20 @@
 //                                  gradients added into grad() as AccumulateGrad does
 //   BM_EagerChain / BM_InterpretedChain   64 dependent adds of one-element tensors, eagerly and
 //                                  through Interpreter::run of their trace
+//   BM_WholeStep{Eager,Compiled,Captured}/<device>   the reference MLP's training step
+//                                  (bench/mlp_step.h: 784-256-256-10, batch 128, SGD momentum as
+//                                  in-place ops): as written; compile()d whole (forward,
+//                                  backward, update in one graph); and captured by hand into one
+//                                  DeviceGraph (cuda_mlp_bench's BM_MlpTrainStepCaptured), the
+//                                  floor. Time per step, queued back to back, one wait at the end
 // Device 0 is the CPU stream, 1 is cuda(0) (skipped without a device). The MLP is 784-256-10
 // with batch 128, the reference MLP's first and last layers.
 // Run: ./build/bench/compile_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
 #include "autograd/autograd.h"
+#include "bench/mlp_step.h"
+#include "core/device_graph.h"
 #include "core/stream.h"
 #include "graphs/compile/compile.h"
 #include "graphs/generation.h"
@@ -179,6 +187,61 @@ void BM_InterpretedChain(benchmark::State& state) {
       kChain, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_InterpretedChain);
+
+// --- the whole training step ---
+
+template <typename Step>
+void time_whole_steps(benchmark::State& state, Device device, Step step) {
+  for (int warm = 0; warm < 8; ++warm) step();  // traces, warm-up, recording, plans
+  wait(device);
+  for (auto _ : state) step();
+  wait(device);
+}
+
+void BM_WholeStepEager(benchmark::State& state) {
+  const Device device = device_of(state);
+  if (skip_without(state, device)) return;
+  grove::bench::MlpStep step(device);
+  time_whole_steps(state, device, [&] { step.run(); });
+}
+BENCHMARK(BM_WholeStepEager)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_WholeStepCompiled(benchmark::State& state) {
+  const Device device = device_of(state);
+  if (skip_without(state, device)) return;
+  grove::bench::MlpStep step(device);
+  graphs::CompileOptions options;
+  options.name = "mlp step";
+  options.print_warnings = false;
+  options.tree_options = quiet_tree();
+  graphs::CompiledFunction compiled = graphs::compile(
+      [&](const TensorList&) {
+        const Tensor loss = step.forward();
+        loss.backward();
+        step.update();
+        return TensorList{loss.detach()};
+      },
+      options);
+  time_whole_steps(state, device, [&] { compiled(TensorList{}); });
+  state.counters["replays"] = static_cast<double>(graphs::tree_manager(device).counters().replays);
+  state.counters["eager_calls"] = static_cast<double>(compiled.stats().eager_calls);
+}
+BENCHMARK(BM_WholeStepCompiled)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_WholeStepCaptured(benchmark::State& state) {
+  const Device device = device_of(state);
+  if (skip_without(state, device)) return;
+  grove::bench::MlpStep step(device);
+  for (int i = 0; i < 3; ++i) step.run();  // plans and workspaces exist before the capture
+  wait(device);
+  DeviceGraph graph(device);
+  graph.begin_capture(current_stream(device));
+  step.run();
+  graph.end_capture();
+  time_whole_steps(state, device, [&] { graph.replay(); });
+  state.counters["nodes"] = static_cast<double>(graph.num_nodes());
+}
+BENCHMARK(BM_WholeStepCaptured)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -128,6 +128,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   traced->num_inputs_ = inputs.size();
   Graph joint(options.name);
   std::int32_t forward_end = 0;
+  const std::uint64_t first_serial = Storage::latest_serial();
   try {
     Tracer tracer(joint);
     for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
@@ -175,6 +176,17 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
         results.push_back(grads[t]);
       }
       traced->has_backward_ = !traced->grad_targets_.empty();
+    }
+    if (traced->whole_step_) {
+      // Gradients the step left in leaves' grad() after zero_grad set them to none: outputs
+      // of the graph, put back into grad() after every call (see call()).
+      const std::vector<Tensor>& statics = tracer.static_tensors();
+      for (std::size_t k = 0; k < statics.size(); ++k) {
+        const Tensor grad = statics[k].requires_grad() ? statics[k].grad() : Tensor();
+        if (!grad.defined() || grad.storage()->serial() <= first_serial) continue;
+        traced->grads_returned_.push_back(k);
+        results.push_back(grad);
+      }
     }
     tracer.finish(results);
     traced->statics_ = tracer.static_tensors();
@@ -293,7 +305,13 @@ TensorList TracedFunction::call(const TensorList& inputs, const std::source_loca
                         "compiled call: ", all.size(), " tensors for graph ", graph.name());
   TensorList outputs = forward_function_ ? (*forward_function_)(all, where)
                                          : interpret(*forward_interpreter_, all, inputs.size());
-  if (!has_backward_) return outputs;
+  if (!has_backward_) {
+    for (std::size_t j = 0; j < grads_returned_.size(); ++j) {
+      statics_[grads_returned_[j]].set_grad(outputs[num_outputs_ + j]);
+    }
+    outputs.resize(num_outputs_);
+    return outputs;
+  }
 
   // The saved values: the function's inputs the backward reads, and what the forward returned
   // after the function's outputs (Note [What the forward saves for the backward]).

@@ -94,7 +94,9 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   std::optional<std::string> eager_reason_;
   bool has_backward_ = false;
   bool whole_step_ = false;
-  std::vector<std::string> kept_state_;      // see made_state()
+  std::vector<std::string> kept_state_;  // see made_state()
+  // Whole steps: statics whose grad() the step made; the graph returns them after its outputs.
+  std::vector<std::size_t> grads_returned_;
   std::optional<TensorList> first_outputs_;  // see take_outputs()
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;

@@ -36,9 +36,15 @@ double rate_at(int step) {
 
 enum class Optimizer { SgdMomentum, Adamw };
 
-TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, bool grads_to_none,
+// Where the step resets the gradients: zeroed in place after the update, set to none after it,
+// or set to none before the forward (PyTorch's usual zero_grad() first; grad() then holds this
+// step's gradients between steps).
+enum class GradReset { ZeroAfter, NoneAfter, NoneBefore };
+
+TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, GradReset reset,
                       const TensorList& in) {
   const bool scheduled = schedule == Schedule::EveryStep;
+  if (reset == GradReset::NoneBefore) trainee.mlp.zero_grad();
   const Tensor loss = cross_entropy(trainee.mlp.forward(in[0]), in[1]);
   loss.backward();
   const autograd::NoGradGuard no_grad;
@@ -75,31 +81,32 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
     }
   }
   for (const Tensor& p : params) {
-    if (grads_to_none) {
-      p.set_grad({});
-    } else {
-      p.grad().zero_();
-    }
+    if (reset == GradReset::NoneAfter) p.set_grad({});
+    if (reset == GradReset::ZeroAfter) p.grad().zero_();
   }
   return {loss.detach()};
 }
 
-void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, bool grads_to_none) {
+void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, GradReset reset) {
   on_fresh_thread([&] {
     Trainee eager, graphed;  // the same parameters (fixed seeds)
     CompiledFunction step = compile(
-        [&](const TensorList& in) {
-          return train_step(graphed, optimizer, schedule, grads_to_none, in);
-        },
+        [&](const TensorList& in) { return train_step(graphed, optimizer, schedule, reset, in); },
         quiet());
     for (int s = 0; s < kSteps; ++s) {
       // The schedule writes the rate outside the step, into the tensor the graph reads.
       eager.lr.fill_(rate_at(s));
       graphed.lr.fill_(rate_at(s));
       const TensorList batch = {input({6, 8}, 500 + s), targets(6, 600 + s)};
-      const Tensor expected = train_step(eager, optimizer, schedule, grads_to_none, batch)[0];
+      const Tensor expected = train_step(eager, optimizer, schedule, reset, batch)[0];
       const Tensor got = step(batch)[0];
       expect_equal(expected, got, "loss of step " + std::to_string(s));
+      if (reset == GradReset::NoneBefore) {  // grad() holds this step's gradients
+        for (std::size_t i = 0; i < eager.mlp.parameters().size(); ++i) {
+          expect_equal(eager.mlp.parameters()[i].grad(), graphed.mlp.parameters()[i].grad(),
+                       "grad " + std::to_string(i) + " after step " + std::to_string(s));
+        }
+      }
     }
     for (std::size_t i = 0; i < eager.mlp.parameters().size(); ++i) {
       expect_equal(eager.mlp.parameters()[i], graphed.mlp.parameters()[i],
@@ -117,20 +124,24 @@ void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, bool
 }
 
 TEST_F(CompileWholeStep, SgdWithMomentumAndAScheduleEqualsEagerStepByStep) {
-  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::EveryStep,
-                                 /*grads_to_none=*/false);
+  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::EveryStep, GradReset::ZeroAfter);
 }
 
 TEST_F(CompileWholeStep, SgdWithAFixedRateAndGradientsSetToNoneEqualsEager) {
-  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::Fixed, /*grads_to_none=*/true);
+  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::Fixed, GradReset::NoneAfter);
 }
 
 TEST_F(CompileWholeStep, AdamwWithAScheduleEqualsEagerStepByStep) {
-  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::EveryStep, /*grads_to_none=*/false);
+  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::EveryStep, GradReset::ZeroAfter);
+}
+
+TEST_F(CompileWholeStep, ZeroGradFirstLeavesEachStepsGradientsInGrad) {
+  expect_whole_step_equals_eager(Optimizer::SgdMomentum, Schedule::EveryStep,
+                                 GradReset::NoneBefore);
 }
 
 TEST_F(CompileWholeStep, AdamwWithAFixedRateEqualsEagerStepByStep) {
-  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::Fixed, /*grads_to_none=*/false);
+  expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::Fixed, GradReset::ZeroAfter);
 }
 
 }  // namespace
