@@ -5,6 +5,7 @@
 
 #include "autograd/autograd_meta.h"
 #include "autograd/grad_mode.h"
+#include "autograd/grad_writes.h"
 #include "core/error.h"
 #include "ops/inplace.h"
 
@@ -53,6 +54,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grad_outputs) {
 }
 
 void accumulate_into(const Tensor& leaf, Tensor&& grad) {
+  note_grad_write(leaf);
   AutogradMeta& meta = ensure_meta(leaf);
   GROVE_INTERNAL_ASSERT(grad.sizes() == leaf.sizes() && grad.dtype() == leaf.dtype(), "gradient ",
                         grad.dtype(), grad.sizes(), " for a tensor ", leaf.dtype(), leaf.sizes());

@@ -2,6 +2,7 @@
 #include "autograd/accumulate_grad.h"
 #include "autograd/autograd.h"
 #include "autograd/autograd_meta.h"
+#include "autograd/grad_writes.h"
 #include "core/error.h"
 
 namespace grove {
@@ -20,6 +21,7 @@ void Tensor::set_grad(const Tensor& grad) const {
               "set_grad: the gradient is an expanded view (strides ", grad.strides(),
               "); later backward calls add into it in place, so pass a tensor whose elements "
               "have their own memory (clone() it)");
+  autograd::note_grad_write(*this);
   if (!grad.defined() && autograd::meta_of(*this) == nullptr) return;
   autograd::ensure_meta(*this).grad = grad;
 }

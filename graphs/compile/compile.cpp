@@ -57,7 +57,23 @@ std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const Te
   const Signature signature = Signature::of(inputs);
   for (auto it = state.traces.begin(); it != state.traces.end(); ++it) {
     if (!(it->first == signature)) continue;
-    if (!state.options.retrace_on_released_static || !it->second->static_released()) {
+    TracedFunction& candidate = *it->second;
+    // Whole steps: one trace per state of the gradients at the start of a call.
+    if (!candidate.gradient_state_matches()) continue;
+    if (candidate.gradient_replaced()) {
+      // Quiet: zero_grad() setting gradients to none between steps does this every step when
+      // the step adds into them (micro-batches); zero_() them in place to keep one trace.
+      if (explaining()) {
+        explain("trace '" + state.options.name +
+                "' again: a gradient its graph uses in place "
+                "was replaced (set to none and made anew); zero_() it in place to keep the graph");
+      }
+      ++state.stats.retraces;
+      count_event(GraphEvent::Retrace);
+      state.traces.erase(it);
+      break;
+    }
+    if (!state.options.retrace_on_released_static || !candidate.static_released()) {
       return it->second;
     }
     state.warn("compiled function '" + state.options.name + "': a static input of its trace for " +

@@ -2,11 +2,13 @@
 // manager, and the autograd node that runs the backward graph.
 #include "graphs/compile/traced_function.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "autograd/autograd_meta.h"
 #include "autograd/engine.h"
 #include "autograd/grad_mode.h"
+#include "autograd/grad_writes.h"
 #include "core/host_reads.h"
 #include "graphs/trace/tracer.h"
 
@@ -129,6 +131,7 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
   Graph joint(options.name);
   std::int32_t forward_end = 0;
   const std::uint64_t first_serial = Storage::latest_serial();
+  std::optional<autograd::GradWriteLog> grad_writes(std::in_place);  // until the function returns
   try {
     Tracer tracer(joint);
     for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
@@ -137,6 +140,8 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     // A function that ran backward() itself is a whole step (forward, backward, update): one
     // graph, whose outputs need no gradient of their own.
     traced->whole_step_ = autograd::backward_passes_on_this_thread() != passes_before;
+    const std::vector<autograd::GradWrite> writes = grad_writes->writes();
+    grad_writes.reset();
     forward_end = static_cast<std::int32_t>(joint.nodes().size());
     traced->num_outputs_ = outputs.size();
     TensorList results = outputs;
@@ -177,19 +182,10 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
       }
       traced->has_backward_ = !traced->grad_targets_.empty();
     }
-    if (traced->whole_step_) {
-      // Gradients the step left in leaves' grad() after zero_grad set them to none: outputs
-      // of the graph, put back into grad() after every call (see call()).
-      const std::vector<Tensor>& statics = tracer.static_tensors();
-      for (std::size_t k = 0; k < statics.size(); ++k) {
-        const Tensor grad = statics[k].requires_grad() ? statics[k].grad() : Tensor();
-        if (!grad.defined() || grad.storage()->serial() <= first_serial) continue;
-        traced->grads_returned_.push_back(k);
-        results.push_back(grad);
-      }
-    }
+    if (traced->whole_step_) traced->keep_made_gradients(tracer, first_serial);
     tracer.finish(results);
     traced->statics_ = tracer.static_tensors();
+    traced->note_gradient_state(writes);
     std::vector<Tensor> held = results;
     held.insert(held.end(), placeholders.begin(), placeholders.end());
     traced->kept_state_ = tracer.values_kept_outside(held);
@@ -290,6 +286,67 @@ bool TracedFunction::static_released() const {
   return false;
 }
 
+// Whole steps: a gradient the step made (a leaf's grad() was none, so accumulation adopted the
+// new tensor) would live in the graph's pool, lent for one step, and change identity on every
+// call. Instead the trace copies it into a buffer of its own, a static input, which becomes the
+// leaf's grad() now and after every call: grad() keeps one tensor across steps, valid until
+// the leaf's next gradient is written, as in eager mode.
+void TracedFunction::keep_made_gradients(Tracer& tracer, std::uint64_t first_serial) {
+  const std::vector<Tensor> statics = tracer.static_tensors();
+  for (std::size_t k = 0; k < statics.size(); ++k) {
+    const Tensor grad = statics[k].requires_grad() ? statics[k].grad() : Tensor();
+    if (!grad.defined() || grad.storage()->serial() <= first_serial) continue;
+    Tensor buffer;
+    {
+      const SuspendCoreObservers quiet;  // the buffer is an input of the graph, not its work
+      buffer = empty_like(grad);
+    }
+    std::string name = "grad";
+    name += std::to_string(k);
+    tracer.add_static(buffer, std::move(name));
+    {
+      const autograd::NoGradGuard no_grad;
+      buffer.copy_(grad);  // traced: the graph's last write
+    }
+    statics[k].set_grad(buffer);
+    grad_buffers_.emplace_back(k, tracer.static_tensors().size() - 1);
+  }
+}
+
+// Whole steps: the state of the leaves' gradients that the trace depends on.
+void TracedFunction::note_gradient_state(const std::vector<autograd::GradWrite>& writes) {
+  for (std::size_t k = 0; k < statics_.size(); ++k) {
+    const Tensor& leaf = statics_[k];
+    for (const autograd::GradWrite& write : writes) {
+      if (write.leaf.impl() == leaf.impl())
+        grad_defined_at_entry_.emplace_back(k, write.defined_before);
+    }
+    // A gradient the graph reads or adds into is one of its statics, by identity (a buffer of
+    // keep_made_gradients is the graph's own, put back into grad() after every call).
+    const Tensor grad = leaf.requires_grad() ? leaf.grad() : Tensor();
+    if (!grad.defined()) continue;
+    for (std::size_t j = 0; j < statics_.size(); ++j) {
+      const bool own_buffer = std::find(grad_buffers_.begin(), grad_buffers_.end(),
+                                        std::pair{k, j}) != grad_buffers_.end();
+      if (statics_[j].impl() == grad.impl() && !own_buffer) grad_statics_.emplace_back(k, j);
+    }
+  }
+}
+
+bool TracedFunction::gradient_state_matches() const {
+  for (const auto& [k, defined] : grad_defined_at_entry_) {
+    if (statics_[k].grad().defined() != defined) return false;
+  }
+  return true;
+}
+
+bool TracedFunction::gradient_replaced() const {
+  for (const auto& [k, j] : grad_statics_) {
+    if (statics_[k].grad().impl() != statics_[j].impl()) return true;
+  }
+  return false;
+}
+
 TensorList TracedFunction::call(const TensorList& inputs, const std::source_location& where) {
   GROVE_INTERNAL_ASSERT(!eager(), "TracedFunction::call on an eager trace");
   const Graph& graph = has_backward_ ? parts_->forward : *inference_;
@@ -306,10 +363,9 @@ TensorList TracedFunction::call(const TensorList& inputs, const std::source_loca
   TensorList outputs = forward_function_ ? (*forward_function_)(all, where)
                                          : interpret(*forward_interpreter_, all, inputs.size());
   if (!has_backward_) {
-    for (std::size_t j = 0; j < grads_returned_.size(); ++j) {
-      statics_[grads_returned_[j]].set_grad(outputs[num_outputs_ + j]);
+    for (const auto& [k, j] : grad_buffers_) {
+      if (statics_[k].grad().impl() != statics_[j].impl()) statics_[k].set_grad(statics_[j]);
     }
-    outputs.resize(num_outputs_);
     return outputs;
   }
 

@@ -8,10 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "autograd/grad_writes.h"
 #include "graphs/compile/compile.h"
 #include "graphs/ir/graph.h"
 #include "graphs/ir/interpreter.h"
 #include "graphs/trace/partition.h"
+#include "graphs/trace/tracer.h"
 #include "graphs/tree_manager.h"
 
 namespace grove::graphs {
@@ -67,6 +69,13 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   // True when grove holds the last handle on a static input (the caller dropped it).
   bool static_released() const;
   std::string dump() const;
+  // Whole steps: whether a leaf's gradient is defined when a call begins decides what the
+  // step's accumulation does (adopt or add), so a trace holds for calls that begin as it did;
+  // and a gradient the graph uses in place is a static input by identity, so a grad() replaced
+  // since (zero_grad setting it to none) needs another trace.
+  bool gradient_state_matches() const;
+  bool gradient_replaced() const;
+
   // CompileOptions::explain of the compile() that traced this.
   ExplainLevel explain_setting() const { return explain_; }
 
@@ -86,6 +95,8 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
  private:
   TracedFunction() = default;
   void build(const CompileOptions& options);
+  void note_gradient_state(const std::vector<autograd::GradWrite>& writes);
+  void keep_made_gradients(Tracer& tracer, std::uint64_t first_serial);
 
   std::string name_;
   CompileMode mode_ = CompileMode::Graphed;
@@ -95,8 +106,12 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   bool has_backward_ = false;
   bool whole_step_ = false;
   std::vector<std::string> kept_state_;  // see made_state()
-  // Whole steps: statics whose grad() the step made; the graph returns them after its outputs.
-  std::vector<std::size_t> grads_returned_;
+  // Whole steps: (static, grad() defined when the trace began) for the leaves it wrote the
+  // gradient of; (static, the static that is its grad()) for gradients the graph uses.
+  std::vector<std::pair<std::size_t, bool>> grad_defined_at_entry_;
+  std::vector<std::pair<std::size_t, std::size_t>> grad_statics_;
+  // Whole steps: (leaf static, its gradient buffer's static): see keep_made_gradients.
+  std::vector<std::pair<std::size_t, std::size_t>> grad_buffers_;
   std::optional<TensorList> first_outputs_;  // see take_outputs()
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;

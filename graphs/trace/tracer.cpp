@@ -59,11 +59,14 @@ std::vector<std::string> Tracer::values_kept_outside(const std::vector<Tensor>& 
   for (const Tensor& result : results) {
     if (result.defined()) allowed[result.storage().get()] = true;
   }
+  std::unordered_map<const Storage*, bool> static_storages;
+  for (const Tensor& tensor : static_tensors_) static_storages[tensor.storage().get()] = true;
   std::vector<std::string> kept;
   std::unordered_map<const Storage*, bool> reported;
   for (const Tensor& tensor : seen_) {
     const Storage* storage = tensor.storage().get();
     if (storage->serial() <= first_serial_ || allowed.contains(storage)) continue;
+    if (static_storages.contains(storage)) continue;  // registered with add_static
     const bool other_impl = tensor.storage().use_count() > impls_seen.at(storage);
     const bool other_handle = tensor.impl()->strong_count() > handles_seen.at(tensor.impl());
     if ((other_impl || other_handle) && !reported[storage]) {
@@ -118,9 +121,16 @@ ValueId Tracer::value_of(const Tensor& tensor) {
   } else {
     std::string name = "p";  // a parameter, usually
     name += std::to_string(graph_.statics().size());
-    id = graph_.add_static(tensor, std::move(name));
-    static_tensors_.push_back(tensor);
+    return add_static(tensor, std::move(name));
   }
+  define(tensor, id);
+  return id;
+}
+
+ValueId Tracer::add_static(const Tensor& tensor, std::string name) {
+  GROVE_INTERNAL_ASSERT(!values_.contains(tensor.impl()), "add_static: the trace knows it already");
+  const ValueId id = graph_.add_static(tensor, std::move(name));
+  static_tensors_.push_back(tensor);
   define(tensor, id);
   return id;
 }

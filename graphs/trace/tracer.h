@@ -62,6 +62,8 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
 
   // The value `tensor` is, resolving unknown tensors as Note [What a trace sees] says.
   ValueId value_of(const Tensor& tensor);
+  // Registers `tensor` as a static input whatever its age (compile's gradient buffers).
+  ValueId add_static(const Tensor& tensor, std::string name);
 
   // After finish(): the values the function made during the trace that something outside the
   // trace still holds (an optimizer's state made on its first step, a gradient a leaf adopted

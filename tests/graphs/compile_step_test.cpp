@@ -101,5 +101,55 @@ TEST_F(CompileStep, PipelineOrderEqualsEager) {
   });
 }
 
+// Each micro-batch's forward and backward compiled as one graph (a whole step without the
+// update): the first micro-batch of a step adopts the gradients, the others add into them, so
+// the calls begin in two states and get a trace each; both replay from then on.
+void expect_micro_batch_graphs_equal_eager(bool grads_to_none) {
+  on_fresh_thread([&] {
+    const Mlp mlp;
+    CompiledFunction micro = compile(
+        [&](const TensorList& in) {
+          const Tensor loss = cross_entropy(mlp.forward(in[0]), in[1]);
+          loss.backward();
+          return TensorList{loss.detach()};
+        },
+        quiet());
+    auto reset = [&] {
+      for (const Tensor& p : mlp.parameters()) {
+        if (grads_to_none || !p.grad().defined()) {
+          p.set_grad({});
+        } else {
+          p.grad().zero_();
+        }
+      }
+    };
+    for (int step = 0; step < 4; ++step) {
+      const std::vector<Batch> batches = micro_batches(step);
+      reset();
+      for (const Batch& b : batches) cross_entropy(mlp.forward(b.x), b.t).backward();
+      const std::vector<Tensor> eager = gradients(mlp);
+      reset();
+      for (const Batch& b : batches) micro({b.x, b.t});
+      expect_same_gradients(eager, mlp, "step " + std::to_string(step));
+    }
+    EXPECT_EQ(micro.stats().eager_calls, 0u);
+    EXPECT_EQ(micro.stats().retraces, 0u);
+    // One trace per state the calls begin in: gradients none (the first micro-batch after
+    // zero_grad set them to none) and gradients there (the others, and every micro-batch when
+    // zero_grad zeroes them in place, since the eager pass before made them).
+    EXPECT_EQ(micro.stats().traces, grads_to_none ? 2u : 1u);
+    EXPECT_EQ(tree_manager(kTestDevice).counters().eager_fallbacks, 0u);
+    EXPECT_GE(tree_manager(kTestDevice).counters().replays, 8u);
+  });
+}
+
+TEST_F(CompileStep, MicroBatchesAsOneGraphEachWithGradientsZeroedInPlace) {
+  expect_micro_batch_graphs_equal_eager(/*grads_to_none=*/false);
+}
+
+TEST_F(CompileStep, MicroBatchesAsOneGraphEachWithGradientsSetToNone) {
+  expect_micro_batch_graphs_equal_eager(/*grads_to_none=*/true);
+}
+
 }  // namespace
 }  // namespace grove::graphs
