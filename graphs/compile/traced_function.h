@@ -1,6 +1,30 @@
 // TracedFunction: one traced signature of a compiled function: its graphs, the interpreters
 // that run them, their managed functions, and the call that ties them to autograd.
 // See graphs/compile/compile.h for the whole story; this file is steps 1-4 for one signature.
+//
+// Note [Whole training steps]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A function that calls backward() itself, and then an optimizer's update, is a whole step:
+// its trace has no backward of its own, so it is one inference graph in which the update
+// writes the parameters, the gradients and the optimizer's state (static inputs) in place.
+// Running such a function has effects, so:
+//   - the call that traces takes the trace's own outputs (the trace ran the function for
+//     real); running the graph as well would apply the update twice (take_outputs());
+//   - a trace that left tensors it made alive past the call (an optimizer's state made on its
+//     first step) cannot be replayed: the graph would write its own memory, not theirs. That
+//     call's results stand, and the next call traces again, when the state exists and is found
+//     as static inputs (Tracer::values_kept_outside; a second such trace runs eagerly);
+//   - a gradient the step made (zero_grad set grad() to none, accumulation adopted the new
+//     tensor) is copied by the graph into a buffer of its own, a static input, which becomes
+//     grad() after every call (keep_made_gradients): grad() then holds each step's gradients
+//     between steps, as in eager mode, and not memory the next replay reuses;
+//   - whether a leaf's grad() is defined when a call begins decides what accumulation does
+//     (adopt or add), so a trace records that state (autograd's GradWriteLog) and serves only
+//     calls that begin in it; micro-batches (the first adopts, the others add) get two traces.
+//     A gradient the graph adds into is a static input by identity: when zero_grad replaced it
+//     since, the call traces again (zero_() gradients in place to keep one graph).
+// The learning rate and AdamW's step live in tensors that the kernels read when they run
+// (ops/optim.h), so a schedule never needs a new trace or recording.
 #pragma once
 
 #include <memory>
