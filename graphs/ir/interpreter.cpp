@@ -68,10 +68,27 @@ Interpreter::Interpreter(const Graph& graph)
     : graph_(graph), constant_is_written_(graph.constants().size(), false) {
   // Last readers: walk backwards; a value not seen yet (and not an output) is read last here.
   std::vector<bool> read_later(graph.values().size(), false);
-  for (const ValueId output : graph.outputs()) read_later[static_cast<std::size_t>(output)] = true;
+  std::vector<bool> memory_read_later(graph.values().size(), false);  // by root value
+  for (const ValueId output : graph.outputs()) {
+    read_later[static_cast<std::size_t>(output)] = true;
+    memory_read_later[static_cast<std::size_t>(graph.root(output))] = true;
+  }
   last_use_.resize(graph.nodes().size());
+  copy_moves_.assign(graph.nodes().size(), false);
   for (std::size_t n = graph.nodes().size(); n-- > 0;) {
     const Node& node = graph.nodes()[n];
+    if (node.kind == NodeKind::Copy) {
+      // The copy may hand its source on when the source is an op's result with memory of its
+      // own, dense, of the result's dtype and device, and nothing reads that memory later.
+      const ValueId source = node.inputs[0];
+      const Value& from = graph.value(source);
+      const Value& to = graph.value(node.outputs[0]);
+      copy_moves_[n] = from.origin == ValueOrigin::Node && graph.root(source) == source &&
+                       !memory_read_later[static_cast<std::size_t>(source)] &&
+                       from.dtype == to.dtype && from.device == to.device &&
+                       IntArrayRef(from.strides) == IntArrayRef(to.strides) &&
+                       from.storage_offset == 0;
+    }
     std::vector<bool>& last = last_use_[n];
     last.assign(node.inputs.size(), false);
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -83,7 +100,10 @@ Interpreter::Interpreter(const Graph& graph)
       }
       last[i] = !read_later[id] && !again_in_node;
     }
-    for (const ValueId input : node.inputs) read_later[static_cast<std::size_t>(input)] = true;
+    for (const ValueId input : node.inputs) {
+      read_later[static_cast<std::size_t>(input)] = true;
+      memory_read_later[static_cast<std::size_t>(graph.root(input))] = true;
+    }
   }
   entries_.reserve(graph.nodes().size());
   for (const Node& node : graph.nodes()) {
@@ -137,10 +157,16 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
         env[static_cast<std::size_t>(node.outputs[0])] = remake_view(
             node, env[static_cast<std::size_t>(node.inputs[0])], graph_.value(node.outputs[0]));
         break;
-      case NodeKind::Copy:
-        env[static_cast<std::size_t>(node.outputs[0])] = remake_copy(
-            env[static_cast<std::size_t>(node.inputs[0])], graph_.value(node.outputs[0]));
+      case NodeKind::Copy: {
+        Tensor& source = env[static_cast<std::size_t>(node.inputs[0])];
+        Tensor& result = env[static_cast<std::size_t>(node.outputs[0])];
+        if (copy_moves_[n] && source.is_contiguous() && source.storage_offset() == 0) {
+          result = std::move(source);
+        } else {
+          result = remake_copy(source, graph_.value(node.outputs[0]));
+        }
         break;
+      }
       case NodeKind::Write: {
         const Tensor& target = env[static_cast<std::size_t>(node.inputs[0])];
         if (node.write == WriteKind::Copy) {

@@ -15,7 +15,10 @@
 // (each node's OpEntry is looked up once, in the constructor; the op's outputs come back in a
 // fixed-size OpOutputs; inputs are gathered into a reused buffer). A value's handle is moved,
 // not copied, into the node that reads it last, so intermediate values die as soon as nothing
-// needs them, as they would in the eager function. Not thread-safe: one run at a time per
+// needs them, as they would in the eager function. A copy of a value that nothing reads
+// afterwards, through it or through a view of its memory, hands the value itself on instead of
+// copying it (autograd clones a gradient it cannot adopt while a trace holds a handle on it; a
+// replay need not). Not thread-safe: one run at a time per
 // Interpreter (each thread has its own compiled functions, like its own tree manager).
 #pragma once
 
@@ -44,7 +47,8 @@ class Interpreter {
   // graph output), so its handle can be moved out of the environment.
   std::vector<std::vector<bool>> last_use_;
   std::vector<bool> constant_is_written_;
-  std::vector<Tensor> scratch_;  // a node's inputs, reused from node to node
+  std::vector<bool> copy_moves_;  // per node: a Copy whose source is dead after it (see above)
+  std::vector<Tensor> scratch_;   // a node's inputs, reused from node to node
 };
 
 }  // namespace grove::graphs
