@@ -2,7 +2,8 @@
 # Installs the Debian packages grove builds with, if any are missing. Nothing else is downloaded.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  dataset-fashion-mnist)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
