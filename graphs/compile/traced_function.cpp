@@ -294,8 +294,13 @@ void TracedFunction::build(const CompileOptions& options) {
 }
 
 bool TracedFunction::static_released() const {
-  for (const Tensor& tensor : statics_) {
-    if (tensor.impl()->strong_count() == 1) return true;
+  for (std::size_t j = 0; j < statics_.size(); ++j) {
+    // A gradient buffer of keep_made_gradients is the trace's own: another trace of the same
+    // function (another batch size) puts its buffers into grad() in turn, which drops these.
+    const bool own_buffer = std::any_of(
+        grad_buffers_.begin(), grad_buffers_.end(),
+        [&](const std::pair<std::size_t, std::size_t>& kept) { return kept.second == j; });
+    if (!own_buffer && statics_[j].impl()->strong_count() == 1) return true;
   }
   return false;
 }

@@ -144,5 +144,32 @@ TEST_F(CompileWholeStep, AdamwWithAFixedRateEqualsEagerStepByStep) {
   expect_whole_step_equals_eager(Optimizer::Adamw, Schedule::Fixed, GradReset::ZeroAfter);
 }
 
+// An epoch's last, smaller batch is a second signature with gradient buffers of its own; each
+// trace puts its buffers into grad() in turn, dropping the other's, which must not count as a
+// replaced parameter (that would trace both again every epoch).
+TEST_F(CompileWholeStep, TwoBatchSizesTakingTurnsKeepTheirTraces) {
+  on_fresh_thread([&] {
+    Trainee eager, graphed;
+    CompiledFunction step = compile(
+        [&](const TensorList& in) {
+          return train_step(graphed, Optimizer::SgdMomentum, Schedule::Fixed,
+                            GradReset::NoneBefore, in);
+        },
+        quiet());
+    constexpr int kEpochs = 6;
+    for (int s = 0; s < 2 * kEpochs; ++s) {
+      const std::int64_t rows = s % 2 == 0 ? 6 : 2;
+      const TensorList batch = {input({rows, 8}, 700 + s), targets(rows, 800 + s)};
+      const Tensor expected = train_step(eager, Optimizer::SgdMomentum, Schedule::Fixed,
+                                         GradReset::NoneBefore, batch)[0];
+      expect_equal(expected, step(batch)[0], "loss of step " + std::to_string(s));
+    }
+    // Each size: a trace making the velocity (the first only), a trace, a warm-up, a recording.
+    EXPECT_EQ(step.stats().retraces, 0u);
+    EXPECT_EQ(step.stats().traces, 3u);
+    EXPECT_EQ(tree_manager(kTestDevice).counters().recordings, 2u);
+  });
+}
+
 }  // namespace
 }  // namespace grove::graphs
