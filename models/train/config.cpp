@@ -1,0 +1,80 @@
+// TrainConfig's defaults per model and its checks.
+#include "models/train/config.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace grove::train {
+
+const char* to_string(Mode mode) {
+  return mode == Mode::Eager ? "eager" : "graphed";
+}
+
+Mode parse_mode(const std::string& text) {
+  if (text == "eager") return Mode::Eager;
+  if (text == "graphed") return Mode::Graphed;
+  GROVE_CHECK(false, "mode: expected eager or graphed, got '", text, "'");
+  return Mode::Eager;
+}
+
+TrainConfig defaults_for(const std::string& model) {
+  TrainConfig config;
+  config.model = model;
+  if (model == "mlp") {
+    config.epochs = 5;
+  } else if (model == "cnn") {
+    config.epochs = 3;
+  } else if (model == "gpt") {
+    config.epochs = 1;
+    config.steps = 2000;
+    config.batch_size = 32;
+    config.optimizer = "adamw";
+    config.lr = 3e-4;
+    config.weight_decay = 0.01;
+  } else {
+    GROVE_CHECK(false, "model: expected mlp, cnn or gpt, got '", model, "'");
+  }
+  return config;
+}
+
+std::int64_t TrainConfig::total_steps(std::int64_t batches_per_epoch) const {
+  if (model == "gpt") return steps;
+  const std::int64_t all = epochs * batches_per_epoch;
+  return steps > 0 && steps < all ? steps : all;
+}
+
+void TrainConfig::validate() const {
+  GROVE_CHECK(model == "mlp" || model == "cnn" || model == "gpt",
+              "model: expected mlp, cnn or gpt, got '", model, "'");
+  GROVE_CHECK(optimizer == "sgd" || optimizer == "adamw", "optimizer: expected sgd or adamw, got '",
+              optimizer, "'");
+  GROVE_CHECK(schedule == "constant" || schedule == "cosine" || schedule == "step",
+              "schedule: expected constant, cosine or step, got '", schedule, "'");
+  GROVE_CHECK(epochs >= 1, "epochs: expected at least 1, got ", epochs);
+  GROVE_CHECK(steps >= 0, "steps: expected 0 (no limit) or more, got ", steps);
+  GROVE_CHECK(model != "gpt" || steps >= 1,
+              "steps: gpt trains for a number of steps (windows are sampled, there are no "
+              "epochs); expected at least 1, got ",
+              steps);
+  GROVE_CHECK(batch_size >= 1, "batch size: expected at least 1, got ", batch_size);
+  GROVE_CHECK(std::isfinite(lr) && lr > 0, "lr: expected a finite rate > 0, got ", lr);
+  GROVE_CHECK(momentum >= 0 && momentum < 1, "momentum: expected 0 <= momentum < 1, got ",
+              momentum);
+  GROVE_CHECK(weight_decay >= 0, "weight decay: expected >= 0, got ", weight_decay);
+  GROVE_CHECK(warmup_steps >= 0, "warm-up steps: expected >= 0, got ", warmup_steps);
+  GROVE_CHECK(step_size >= 1, "step size: expected at least 1, got ", step_size);
+  GROVE_CHECK(gamma > 0 && gamma <= 1, "gamma: expected 0 < gamma <= 1, got ", gamma);
+  GROVE_CHECK(clip_grad_norm >= 0, "gradient clipping: expected a norm >= 0 (0: off), got ",
+              clip_grad_norm);
+  GROVE_CHECK(train_limit >= 0 && test_limit >= 0, "sample limits: expected >= 0 (0: all), got ",
+              train_limit, " and ", test_limit);
+  GROVE_CHECK(eval_batches >= 1, "eval batches: expected at least 1, got ", eval_batches);
+  GROVE_CHECK(eval_every >= 1, "eval every: expected at least 1 step, got ", eval_every);
+  GROVE_CHECK(sample_tokens >= 0, "sample tokens: expected >= 0, got ", sample_tokens);
+  GROVE_CHECK(temperature >= 0, "temperature: expected >= 0 (0: the likeliest token), got ",
+              temperature);
+  GROVE_CHECK(read_every >= 0, "read every: expected >= 0 (0: automatic), got ", read_every);
+}
+
+}  // namespace grove::train

@@ -1,0 +1,98 @@
+// Trainer's evaluation: test accuracy and loss of a classifier, validation loss and a sample of
+// the gpt. Eager in both modes, with the model in eval mode and grad mode off; the sums stay on
+// the device and are read once at the end (one wait per evaluation).
+#include "autograd/autograd.h"
+#include "core/error.h"
+#include "models/train/trainer.h"
+#include "models/zoo/gpt.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"
+
+namespace grove::train {
+namespace {
+
+constexpr std::int64_t kEvalBatch = 1000;                           // test images per forward pass
+constexpr std::uint64_t kValidationStream = 0x9e3779b97f4a7c15ull;  // seeds the eval windows
+constexpr std::uint64_t kSampleStream = 0xbf58476d1ce4e5b9ull;      // seeds the samples
+
+// Puts the model in eval mode for a scope and back in train mode after.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(nn::Module& model) : model_(model) { model_.eval(); }
+  ~EvalModeGuard() { model_.train(); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  nn::Module& model_;
+};
+
+}  // namespace
+
+EvalReport Trainer::evaluate() {
+  return config_.model == "gpt" ? evaluate_gpt() : evaluate_classifier();
+}
+
+EvalReport Trainer::evaluate_classifier() {
+  autograd::NoGradGuard no_grad;
+  EvalModeGuard eval_mode(*model_);
+  const TensorOptions on_device = TensorOptions(DType::Float64).device(config_.device);
+  Tensor correct = zeros({}, on_device);
+  Tensor loss_sum = zeros({}, on_device);
+  const std::int64_t count = test_set_.size();
+  for (std::int64_t start = 0; start < count; start += kEvalBatch) {
+    const std::int64_t length = std::min(kEvalBatch, count - start);
+    const Tensor images = test_set_.images.narrow(0, start, length).to(config_.device);
+    const Tensor labels = test_set_.labels.narrow(0, start, length).to(config_.device);
+    const Tensor logits = (*model_)(images);  // (b, 10)
+    const Tensor hits = ops::eq(ops::argmax(logits, 1), labels);
+    correct = ops::add(correct, ops::sum(hits.to(DType::Float64)));
+    const Tensor batch_loss = ops::cross_entropy(logits, labels).to(DType::Float64);
+    loss_sum = ops::add(loss_sum, ops::mul(batch_loss, static_cast<double>(length)));
+  }
+  EvalReport report;
+  report.accuracy = correct.to(kCPU).item<double>() / static_cast<double>(count);
+  report.loss = loss_sum.to(kCPU).item<double>() / static_cast<double>(count);
+  return report;
+}
+
+void Trainer::prepare_gpt_evaluation() {
+  const std::int64_t block = dynamic_cast<zoo::Gpt&>(*model_).config().block;
+  GROVE_CHECK(corpus_.validation.numel() > block + 1, "gpt: the validation part of the text (",
+              corpus_.validation.numel(), " characters) is shorter than one window of ", block + 1,
+              "; give a longer text (--data FILE)");
+  Generator generator(config_.seed ^ kValidationStream);
+  for (std::int64_t i = 0; i < config_.eval_batches; ++i) {
+    data::Windows windows =
+        data::sample_windows(corpus_.validation, config_.batch_size, block, generator);
+    windows.inputs = windows.inputs.to(config_.device);
+    windows.targets = windows.targets.to(config_.device);
+    eval_windows_.push_back(std::move(windows));
+  }
+}
+
+EvalReport Trainer::evaluate_gpt() {
+  auto& gpt = dynamic_cast<zoo::Gpt&>(*model_);
+  EvalReport report;
+  {
+    autograd::NoGradGuard no_grad;
+    EvalModeGuard eval_mode(*model_);
+    Tensor loss_sum = zeros({}, TensorOptions(DType::Float64).device(config_.device));
+    for (const data::Windows& windows : eval_windows_) {
+      const Tensor loss = batch_loss(*model_, windows.inputs, windows.targets);
+      loss_sum = ops::add(loss_sum, loss.to(DType::Float64));
+    }
+    report.loss = loss_sum.to(kCPU).item<double>() / static_cast<double>(eval_windows_.size());
+  }
+  if (config_.sample_tokens > 0) {
+    EvalModeGuard eval_mode(*model_);
+    Generator generator(config_.seed ^ kSampleStream);
+    const Tensor prompt = data::encode("\n").view({1, 1}).to(config_.device);
+    const Tensor text = gpt.generate(prompt, config_.sample_tokens, config_.temperature, generator);
+    report.sample = data::decode(text.view({-1}).narrow(0, 1, config_.sample_tokens).to(kCPU));
+  }
+  return report;
+}
+
+}  // namespace grove::train

@@ -1,0 +1,227 @@
+// The training loop: Trainer's construction (model, optimizer, schedule, data) and its run.
+// Evaluation lives in models/train/evaluate.cpp.
+#include "models/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "models/optim/adamw.h"
+#include "models/optim/sgd.h"
+#include "models/zoo/zoo.h"
+
+namespace grove::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& config,
+                                                 std::vector<Tensor> params) {
+  if (config.optimizer == "sgd") {
+    optim::SgdOptions options;
+    options.lr = config.lr;
+    options.momentum = config.momentum;
+    options.weight_decay = config.weight_decay;
+    return std::make_unique<optim::SGD>(std::move(params), options);
+  }
+  optim::AdamwOptions options;
+  options.lr = config.lr;
+  options.weight_decay = config.weight_decay;
+  return std::make_unique<optim::AdamW>(std::move(params), options);
+}
+
+std::unique_ptr<optim::LrSchedule> make_schedule(const TrainConfig& config,
+                                                 std::int64_t total_steps) {
+  if (config.schedule == "cosine") {
+    return std::make_unique<optim::WarmupCosineLr>(config.lr, config.warmup_steps, total_steps);
+  }
+  if (config.schedule == "step") {
+    return std::make_unique<optim::StepLr>(config.lr, config.step_size, config.gamma);
+  }
+  return std::make_unique<optim::ConstantLr>(config.lr);
+}
+
+}  // namespace
+
+double TrainResult::median_step_ms() const {
+  if (step_ms.empty()) return 0.0;
+  std::vector<double> sorted = step_ms;
+  const std::size_t middle = sorted.size() / 2;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(middle),
+                   sorted.end());
+  return sorted[middle];
+}
+
+Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
+  config_.validate();
+  if (config_.read_every == 0) config_.read_every = config_.device.is_cpu() ? 1 : 50;
+
+  // Data first: a missing dataset is the likeliest error, and it should come before any work.
+  if (config_.model == "gpt") {
+    std::vector<std::filesystem::path> paths;
+    if (config_.data.empty()) {
+      paths = data::default_corpus_paths();
+    } else {
+      paths.emplace_back(config_.data);
+    }
+    corpus_ = data::load_text_corpus(paths);
+    window_generator_.manual_seed(config_.seed);
+  } else {
+    const std::filesystem::path dir = config_.data.empty() ? data::default_fashion_mnist_dir()
+                                                           : std::filesystem::path(config_.data);
+    train_set_ = data::load_fashion_mnist(dir, data::Split::Train,
+                                          config_.train_limit > 0 ? config_.train_limit : -1);
+    test_set_ = data::load_fashion_mnist(dir, data::Split::Test,
+                                         config_.test_limit > 0 ? config_.test_limit : -1);
+    data::LoaderOptions options;
+    options.batch_size = config_.batch_size;
+    options.seed = config_.seed;
+    options.device = config_.device;
+    loader_ = std::make_unique<data::DataLoader>(train_set_.images, train_set_.labels, options);
+  }
+
+  // The model is initialised on the CPU from the seed (the same weights on every device), then
+  // moved; the optimizer takes the moved parameters.
+  manual_seed(config_.seed);
+  model_ = zoo::make_model(config_.model);
+  model_->to(config_.device);
+  model_->train();
+  optimizer_ = make_optimizer(config_, model_->parameters());
+  schedule_ = make_schedule(config_, total_steps());
+  step_ = std::make_unique<TrainStep>(*model_, *optimizer_, config_);
+  loss_log_ = std::make_unique<LossLog>(config_.device, config_.read_every);
+  if (config_.model == "gpt") prepare_gpt_evaluation();
+}
+
+Trainer::~Trainer() = default;
+
+std::int64_t Trainer::batches_per_epoch() const {
+  return loader_ ? loader_->batches_per_epoch() : config_.steps;
+}
+
+std::int64_t Trainer::total_steps() const {
+  return config_.total_steps(batches_per_epoch());
+}
+
+TrainResult Trainer::run(const Callbacks& callbacks) {
+  const Clock::time_point start = Clock::now();
+  TrainResult result;
+  if (config_.model == "gpt") {
+    train_gpt(callbacks, result);
+  } else {
+    train_classifier(callbacks, result);
+  }
+  flush_reports(result, callbacks);
+  result.steps = steps_done_;
+  result.seconds = seconds_since(start);
+  result.samples_per_s = step_seconds_ > 0 ? samples_done_ / step_seconds_ : 0.0;
+  return result;
+}
+
+RunPosition Trainer::position() const {
+  return {.steps_done = steps_done_,
+          .epoch = epoch_,
+          .next_batch = next_batch_,
+          .window_offset = window_generator_.offset()};
+}
+
+void Trainer::resume_at(const RunPosition& position) {
+  GROVE_CHECK(position.steps_done >= 0 && position.epoch >= 0 && position.next_batch >= 0 &&
+                  position.next_batch <= batches_per_epoch(),
+              "resume: a position out of range (step ", position.steps_done, ", epoch ",
+              position.epoch, ", batch ", position.next_batch, " of ", batches_per_epoch(),
+              "); the checkpoint does not belong to this data or batch size");
+  steps_done_ = position.steps_done;
+  epoch_ = position.epoch;
+  next_batch_ = position.next_batch;
+  window_generator_.set_offset(position.window_offset);
+}
+
+void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) {
+  const std::int64_t total = total_steps();
+  for (; epoch_ < config_.epochs && steps_done_ < total; ++epoch_, next_batch_ = 0) {
+    loader_->start_epoch(epoch_, next_batch_);
+    while (steps_done_ < total && next_batch_ < batches_per_epoch()) {
+      std::optional<data::Batch> batch = loader_->next();
+      GROVE_INTERNAL_ASSERT(batch.has_value() && batch->index == next_batch_);
+      take_step(batch->inputs, batch->targets, epoch_, batch->index, result, callbacks);
+      ++next_batch_;
+      if (callbacks.should_stop && callbacks.should_stop()) {
+        flush_reports(result, callbacks);
+        return;
+      }
+    }
+    flush_reports(result, callbacks);
+    EvalReport report = evaluate();
+    report.epoch = epoch_;
+    record_eval(std::move(report), result, callbacks);
+  }
+}
+
+void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
+  const std::int64_t block = 64;  // zoo's gpt context (GptConfig::block)
+  while (steps_done_ < config_.steps) {
+    data::Windows windows =
+        data::sample_windows(corpus_.train, config_.batch_size, block, window_generator_);
+    if (!config_.device.is_cpu()) {
+      // Pinned host memory and non-blocking copies: the host goes on queueing work.
+      windows.inputs = windows.inputs.pin_memory().to(config_.device, /*non_blocking=*/true);
+      windows.targets = windows.targets.pin_memory().to(config_.device, /*non_blocking=*/true);
+    }
+    take_step(windows.inputs, windows.targets, 0, steps_done_, result, callbacks);
+    const bool stop = callbacks.should_stop && callbacks.should_stop();
+    if (stop || steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps) {
+      flush_reports(result, callbacks);
+      if (stop) return;
+      record_eval(evaluate(), result, callbacks);
+    }
+  }
+}
+
+void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_t epoch,
+                        std::int64_t batch, TrainResult& result, const Callbacks& callbacks) {
+  schedule_->apply(*optimizer_, steps_done_);  // this step's rate, written on the device
+  StepReport report;
+  report.lr = optimizer_->lr();
+  const Clock::time_point start = Clock::now();
+  const Tensor loss = (*step_)(inputs, targets);
+  const double seconds = seconds_since(start);
+  const bool full = loss_log_->record(loss);
+
+  ++steps_done_;
+  step_seconds_ += seconds;
+  samples_done_ += inputs.size(0);
+  report.step = steps_done_;
+  report.total_steps = total_steps();
+  report.epoch = epoch;
+  report.batch = batch;
+  report.batches_per_epoch = batches_per_epoch();
+  report.samples = inputs.size(0);
+  report.step_ms = seconds * 1e3;
+  pending_.push_back(report);
+  if (full) flush_reports(result, callbacks);
+}
+
+void Trainer::flush_reports(TrainResult& result, const Callbacks& callbacks) {
+  const std::vector<double> losses = loss_log_->read();
+  GROVE_INTERNAL_ASSERT(losses.size() == pending_.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    pending_[i].loss = losses[i];
+    result.losses.push_back(losses[i]);
+    result.step_ms.push_back(pending_[i].step_ms);
+    if (callbacks.on_step) callbacks.on_step(pending_[i]);
+  }
+  pending_.clear();
+}
+
+void Trainer::record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks) {
+  report.step = steps_done_;
+  if (callbacks.on_eval) callbacks.on_eval(report);
+  result.evals.push_back(std::move(report));
+}
+
+}  // namespace grove::train

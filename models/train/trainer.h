@@ -1,0 +1,156 @@
+// models::train: the training loop the `grove` program calls. A Trainer holds one run: the
+// model (zoo::make_model, built on the CPU from the seed and moved to the device), the
+// optimizer and its schedule, the data, and where the run stands (step, epoch, batch), so a
+// program can report progress, evaluate, and checkpoint between steps.
+//
+//   train::TrainConfig config = train::defaults_for("mlp");
+//   config.device = cuda(0);
+//   config.mode = train::Mode::Graphed;
+//   train::Trainer trainer(config);
+//   train::TrainResult result = trainer.run({.on_step = [](const train::StepReport& s) {...}});
+//
+// mlp and cnn train on Fashion-MNIST, an epoch at a time (batches in an order that depends on
+// the seed and the epoch only, assembled on a background thread: data::DataLoader), and are
+// evaluated on the test set after every epoch (accuracy and mean loss). gpt trains on random
+// windows of the text corpus's training part for `steps` steps and is evaluated every
+// `eval_every` steps and at the end (mean loss over fixed validation windows, and a sample).
+//
+// Step reports arrive in order but late: losses are read from the device every `read_every`
+// steps (see LossLog in models/train/step.h), and each report carries its own step's figures.
+// Evaluation runs eagerly in both modes, under no-grad with the model in eval mode.
+//
+// Blocks the calling thread; not thread-safe. Errors (bad config, missing data) are
+// grove::Errors thrown by the constructor, before any training.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "graphs/explain.h"
+#include "models/data/fashion_mnist.h"
+#include "models/data/loader.h"
+#include "models/data/text_corpus.h"
+#include "models/nn/module.h"
+#include "models/optim/optimizer.h"
+#include "models/optim/schedule.h"
+#include "models/train/config.h"
+#include "models/train/step.h"
+
+namespace grove::train {
+
+struct StepReport {
+  std::int64_t step = 0;  // 1-based count of steps taken in the run
+  std::int64_t total_steps = 0;
+  std::int64_t epoch = 0;  // 0-based; gpt: always 0
+  std::int64_t batch = 0;  // 0-based position in its epoch
+  std::int64_t batches_per_epoch = 0;
+  std::int64_t samples = 0;  // in this step's batch
+  double loss = 0.0;
+  double lr = 0.0;       // the rate this step used
+  double step_ms = 0.0;  // host time from the batch in hand to the step queued
+};
+
+struct EvalReport {
+  std::int64_t step = 0;  // steps taken when it ran
+  std::int64_t epoch = 0;
+  double loss = NAN;      // mean loss: test set (mlp, cnn) or validation windows (gpt)
+  double accuracy = NAN;  // mlp, cnn: fraction of test images classified right
+  std::string sample;     // gpt: generated text (config.sample_tokens characters)
+};
+
+struct TrainResult {
+  std::vector<double> losses;   // one per step, in order
+  std::vector<double> step_ms;  // one per step
+  std::vector<EvalReport> evals;
+  std::int64_t steps = 0;
+  double seconds = 0.0;        // wall time of the whole run, evaluations included
+  double samples_per_s = 0.0;  // training samples over the time spent in steps
+  double median_step_ms() const;
+};
+
+// Where a run stands between steps: what a checkpoint must keep, besides the model's and the
+// optimizer's tensors, to go on exactly as if it had not stopped (the data order is a function
+// of the seed and the epoch; the schedule's rate a function of the step).
+struct RunPosition {
+  std::int64_t steps_done = 0;
+  std::int64_t epoch = 0;           // mlp, cnn: the epoch in progress (or next)
+  std::int64_t next_batch = 0;      // mlp, cnn: its next batch; == batches_per_epoch: only the
+                                    // epoch's evaluation is left
+  std::uint64_t window_offset = 0;  // gpt: the window sampler's generator offset
+};
+
+struct Callbacks {
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const EvalReport&)> on_eval;
+  // Asked between steps; true stops the run after the step in progress (a Ctrl-C handler).
+  std::function<bool()> should_stop;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(TrainConfig config);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Trains until the configured length (or should_stop), evaluating as described above.
+  TrainResult run(const Callbacks& callbacks = {});
+  // Evaluates the model now (test set or validation windows); no callback.
+  EvalReport evaluate();
+
+  const TrainConfig& config() const { return config_; }
+  nn::Module& model() { return *model_; }
+  optim::Optimizer& optimizer() { return *optimizer_; }
+  std::int64_t steps_done() const { return steps_done_; }
+  // Where the run stands, and going on from a position a checkpoint kept (with the model's
+  // and the optimizer's state restored separately). Between runs only.
+  RunPosition position() const;
+  void resume_at(const RunPosition& position);
+  std::int64_t batches_per_epoch() const;
+  std::int64_t total_steps() const;
+  graphs::CompileStats compile_stats() const { return step_->compile_stats(); }
+
+ private:
+  struct Pending;  // a step whose loss has not been read yet
+  void train_classifier(const Callbacks& callbacks, TrainResult& result);
+  void train_gpt(const Callbacks& callbacks, TrainResult& result);
+  // One step on a batch on the device; queues its report.
+  void take_step(const Tensor& inputs, const Tensor& targets, std::int64_t epoch,
+                 std::int64_t batch, TrainResult& result, const Callbacks& callbacks);
+  void flush_reports(TrainResult& result, const Callbacks& callbacks);
+  void record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks);
+  // gpt: draws the validation windows every evaluation uses (models/train/evaluate.cpp).
+  void prepare_gpt_evaluation();
+  EvalReport evaluate_classifier();
+  EvalReport evaluate_gpt();
+
+  TrainConfig config_;
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::unique_ptr<optim::LrSchedule> schedule_;
+  std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<LossLog> loss_log_;
+  std::vector<StepReport> pending_;
+
+  // mlp, cnn
+  data::FashionMnist train_set_, test_set_;
+  std::unique_ptr<data::DataLoader> loader_;
+  // gpt
+  data::TextCorpus corpus_;
+  Generator window_generator_;
+  std::vector<data::Windows> eval_windows_;  // on the device
+
+  std::int64_t steps_done_ = 0;
+  std::int64_t epoch_ = 0;
+  std::int64_t next_batch_ = 0;
+  double step_seconds_ = 0.0;
+  std::int64_t samples_done_ = 0;
+};
+
+}  // namespace grove::train
