@@ -187,38 +187,6 @@ std::vector<MetricsRow> read_metrics(const std::filesystem::path& path) {
   return rows;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  check_folder_exists(path);
-  static std::atomic<std::uint64_t> counter{0};
-  std::filesystem::path temporary = path;
-  temporary += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  GROVE_CHECK(fd >= 0, "cannot create ", temporary, " (to write ", path,
-              " atomically): ", system_reason(errno), "; hint: is the folder writable?");
-  bool closed = false;
-  try {
-    write_all(fd, contents, temporary);
-    GROVE_CHECK(::fsync(fd) == 0, "cannot flush ", temporary, " to disk: ", system_reason(errno));
-    closed = true;  // even when close() fails, the descriptor is released (POSIX on Linux)
-    GROVE_CHECK(::close(fd) == 0, "cannot close ", temporary, ": ", system_reason(errno));
-    GROVE_CHECK(::rename(temporary.c_str(), path.c_str()) == 0, "cannot rename ", temporary, " to ",
-                path, ": ", system_reason(errno),
-                "; hint: is the target a folder, or on another file system?");
-  } catch (...) {
-    // Never close twice: another thread may have been given the same descriptor number.
-    if (!closed) ::close(fd);
-    ::unlink(temporary.c_str());
-    throw;
-  }
-  // Make the rename itself durable; a failure here leaves a correct file, so it is not an error.
-  const std::filesystem::path folder = path.parent_path().empty() ? "." : path.parent_path();
-  const int folder_fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (folder_fd >= 0) {
-    ::fsync(folder_fd);
-    ::close(folder_fd);
-  }
-}
-
 MetricsWriter::MetricsWriter(std::filesystem::path path, bool append) : path_(std::move(path)) {
   check_folder_exists(path_);
   std::error_code ignored;

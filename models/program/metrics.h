@@ -22,6 +22,8 @@
 //   same folder, flushed to disk, renamed over the old one).
 #pragma once
 
+#include "models/checkpoint/atomic_file.h"
+
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -55,11 +57,9 @@ std::string format_metrics_row(const MetricsRow& row);
 // name and the text found). Blocks on file I/O; thread-safe (no shared state).
 std::vector<MetricsRow> read_metrics(const std::filesystem::path& path);
 
-// Writes `contents` to `path` atomically: a temporary file beside it (same folder, so the rename
-// cannot cross file systems), written, flushed to disk, then renamed over `path`. On any error
-// the temporary file is removed and `path` is unchanged; the error names the path and the
-// system's reason. Used for the metrics file's rewrite on resume and for plots.
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+// Files are replaced atomically (temporary file, flush, rename) by models/checkpoint's writer:
+// the metrics file's rewrite on resume, and plots.
+using checkpoint::write_file_atomically;
 
 // Appends rows to a metrics file as a run goes. Owns an open file descriptor; movable, not
 // copyable; not thread-safe (one writer per file: two writers on one file interleave rows).

@@ -216,19 +216,5 @@ TEST(MetricsTest, MovedWriterKeepsWriting) {
             std::string::npos);
 }
 
-TEST(AtomicWriteTest, ReplacesTheFileAndLeavesNoTemporaryFile) {
-  TempDir dir;
-  write_file_atomically(dir / "out.txt", "first");
-  write_file_atomically(dir / "out.txt", "second");
-  EXPECT_EQ(read_text(dir / "out.txt"), "second");
-  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"out.txt"}));
-
-  // The target is a folder: the rename fails, the temporary file is removed.
-  std::filesystem::create_directories(dir / "taken" / "inside");
-  const std::string message = error_of([&] { write_file_atomically(dir / "taken", "x"); });
-  EXPECT_NE(message.find("cannot rename"), std::string::npos) << message;
-  EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"out.txt", "taken"}));
-}
-
 }  // namespace
 }  // namespace grove::program

@@ -1,0 +1,14 @@
+// cuda_device_lines() and cuda_library_lines() in a build without the CUDA backend.
+#include "models/program/device_info.h"
+
+namespace grove::program {
+
+std::vector<std::string> cuda_device_lines() {
+  return {"cuda: not built (configure with -DGROVE_CUDA=ON and the CUDA toolkit and cuDNN)"};
+}
+
+std::vector<std::string> cuda_library_lines() {
+  return {};
+}
+
+}  // namespace grove::program

@@ -1,0 +1,32 @@
+// Devices as the program's flags spell them: cpu, cuda, cuda:N.
+#include "core/error.h"
+#include "models/program/commands.h"
+
+namespace grove::program {
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return kCPU;
+  int index = 0;
+  if (text != "cuda") {
+    GROVE_CHECK(text.rfind("cuda:", 0) == 0 && text.size() > 5 &&
+                    text.find_first_not_of("0123456789", 5) == std::string::npos,
+                "--device: expected cpu, cuda or cuda:N, got '", text, "'");
+    index = std::stoi(text.substr(5));
+  }
+  GROVE_CHECK(cuda_is_available(), "--device ", text,
+              ": this machine has no CUDA device (or grove was built without CUDA); use "
+              "--device cpu");
+  GROVE_CHECK(index < cuda_device_count(), "--device ", text, ": there are ", cuda_device_count(),
+              " CUDA devices (cuda:0 to cuda:", cuda_device_count() - 1, ")");
+  return cuda(index);
+}
+
+std::string default_device_text() {
+  return cuda_is_available() ? "cuda" : "cpu";
+}
+
+std::string device_text(Device device) {
+  return device.to_string();
+}
+
+}  // namespace grove::program

@@ -1,0 +1,106 @@
+// `grove eval` and `grove sample`: what a checkpoint's model does. eval evaluates it as the
+// training run did (test accuracy and loss for mlp and cnn, validation loss and a sample for
+// gpt); sample continues a prompt with the gpt.
+#include <iostream>
+
+#include "core/error.h"
+#include "models/data/text_corpus.h"
+#include "models/program/commands.h"
+#include "models/program/run_summary.h"
+#include "models/train/checkpoint.h"
+#include "models/train/trainer.h"
+#include "models/zoo/gpt.h"
+#include "models/zoo/zoo.h"
+
+#include <nlohmann/json.hpp>
+
+namespace grove::program {
+namespace {
+
+struct EvalFlags {
+  std::string checkpoint, device, data;
+  bool json = false;
+  CLI::App* command = nullptr;
+};
+
+int run_eval(const EvalFlags& flags) {
+  const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
+  train::TrainConfig config = saved.config;
+  config.device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  config.mode = train::Mode::Eager;
+  if (!flags.data.empty()) config.data = flags.data;
+  train::Trainer trainer(config);
+  train::restore_checkpoint(trainer, saved);
+  train::EvalReport report = trainer.evaluate();
+  report.step = trainer.steps_done();
+  report.epoch = saved.position.epoch - (saved.position.next_batch == 0 ? 1 : 0);
+  std::cerr << "grove eval: " << config.model << " from " << flags.checkpoint << " (step "
+            << report.step << ") on " << config.device.to_string() << "\n"
+            << describe_eval(config.model, report) << "\n";
+  if (flags.json) {
+    nlohmann::ordered_json object = {{"model", config.model}, {"step", report.step}};
+    if (config.model == "gpt") {
+      object["val_loss"] = report.loss;
+      object["sample"] = report.sample;
+    } else {
+      object["test_accuracy"] = report.accuracy;
+      object["test_loss"] = report.loss;
+    }
+    std::cout << object.dump() << std::endl;
+  }
+  return 0;
+}
+
+struct SampleFlags {
+  std::string checkpoint, device, prompt = "\n";
+  std::int64_t tokens = 200;
+  double temperature = 0.8;
+  std::uint64_t seed = 0;
+};
+
+int run_sample(const SampleFlags& flags) {
+  const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
+  GROVE_CHECK(saved.config.model == "gpt", "grove sample: ", flags.checkpoint, " holds a ",
+              saved.config.model, " model; sampling text needs a gpt checkpoint");
+  GROVE_CHECK(!flags.prompt.empty(), "--prompt: expected at least one character");
+  GROVE_CHECK(flags.tokens >= 1, "--tokens: expected at least 1, got ", flags.tokens);
+  GROVE_CHECK(flags.temperature >= 0, "--temperature: expected >= 0, got ", flags.temperature);
+  const Device device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  std::shared_ptr<nn::Module> model = zoo::make_model("gpt");
+  model->load_state_dict(saved.model);
+  model->to(device);
+  model->eval();
+  Generator generator(flags.seed);
+  const Tensor prompt = data::encode(flags.prompt);
+  const Tensor text = dynamic_cast<zoo::Gpt&>(*model).generate(
+      prompt.view({1, prompt.numel()}).to(device), flags.tokens, flags.temperature, generator);
+  std::cout << data::decode(text.view({-1}).to(kCPU)) << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto flags = std::make_shared<EvalFlags>();
+  CLI::App* command = app.add_subcommand("eval", "evaluate a checkpoint's model");
+  command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train")->required();
+  command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
+  command->add_option("--data", flags->data, "the data to evaluate on (default: the run's)");
+  command->add_flag("--json", flags->json, "print one JSON line of results");
+  command->callback([flags] { run_eval(*flags); });
+}
+
+void add_sample_command(CLI::App& app) {
+  auto flags = std::make_shared<SampleFlags>();
+  CLI::App* command = app.add_subcommand("sample", "generate text with a gpt checkpoint");
+  command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train --model gpt")
+      ->required();
+  command->add_option("--prompt", flags->prompt, "text to continue (default: a newline)");
+  command->add_option("--tokens", flags->tokens, "characters to generate (200)");
+  command->add_option("--temperature", flags->temperature, "0: always the likeliest (0.8)");
+  command->add_option("--seed", flags->seed, "sampling seed (0)");
+  command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
+  command->callback([flags] { run_sample(*flags); });
+}
+
+}  // namespace grove::program

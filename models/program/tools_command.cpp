@@ -1,0 +1,62 @@
+// `grove plot`, `grove info` and `grove demo`: a metrics file drawn as SVG; what this build of
+// grove has and which devices it sees; the printed tour of the core layer.
+#include <zlib.h>
+
+#include <CLI/Version.hpp>
+#include <Eigen/Core>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "core/caching_allocator.h"
+#include "core/error.h"
+#include "models/core_demo.h"
+#include "models/program/commands.h"
+#include "models/program/device_info.h"
+#include "models/program/plot.h"
+
+namespace grove::program {
+
+void add_plot_command(CLI::App& app) {
+  auto csv = std::make_shared<std::string>();
+  auto svg = std::make_shared<std::string>("curve.svg");
+  auto title = std::make_shared<std::string>();
+  CLI::App* command =
+      app.add_subcommand("plot", "draw a metrics CSV (grove train --metrics) as an SVG");
+  command->add_option("metrics", *csv, "the CSV file")->required();
+  command->add_option("-o,--output", *svg, "the SVG to write (curve.svg)");
+  command->add_option("--title", *title, "the plot's title (default: the CSV's name)");
+  command->callback([=] {
+    PlotOptions options;
+    options.title = title->empty() ? std::filesystem::path(*csv).filename().string() : *title;
+    write_plot(*csv, *svg, options);
+    std::cerr << "wrote " << *svg << "\n";
+  });
+}
+
+void add_info_command(CLI::App& app) {
+  CLI::App* command =
+      app.add_subcommand("info", "build options, devices with memory, library versions");
+  command->callback([] {
+    std::cout << "grove\n"
+              << "  build: " << GROVE_BUILD_TYPE << ", CPU target -march=" << GROVE_MARCH_TEXT
+              << ", CUDA backend " << (GROVE_CUDA_BUILT ? "on" : "off") << "\n"
+              << "  libraries: Eigen " << EIGEN_WORLD_VERSION << "." << EIGEN_MAJOR_VERSION << "."
+              << EIGEN_MINOR_VERSION << ", zlib " << zlibVersion() << ", CLI11 " << CLI11_VERSION
+              << ", nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "."
+              << NLOHMANN_JSON_VERSION_MINOR << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";
+    for (const std::string& line : cuda_library_lines()) std::cout << "  " << line << "\n";
+    std::cout << "devices:\n  cpu: " << cpu_description() << "\n";
+    for (const std::string& line : cuda_device_lines()) std::cout << "  " << line << "\n";
+  });
+}
+
+void add_demo_command(CLI::App& app) {
+  CLI::App* command = app.add_subcommand(
+      "demo", "a tour of the core layer: allocate, view, capture and replay on the CPU stream");
+  command->callback([] {
+    const int code = models::run_core_demo(std::cout);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace grove::program

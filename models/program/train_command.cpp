@@ -1,0 +1,233 @@
+// `grove train`: flags to a TrainConfig, a run with progress, evaluations, metrics and
+// checkpoints, Ctrl-C handled between steps, and a summary (one JSON line with --json).
+//
+// Flags left out take the model's reference settings (train::defaults_for). With --resume the
+// run's settings come from the checkpoint: only how and how long it runs (--device, --mode,
+// --epochs, --steps) may change; another value for a setting that shapes the numbers (--lr,
+// --batch-size, ...) is refused, since the run would no longer continue the one saved.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+
+#include "core/caching_allocator.h"
+#include "core/error.h"
+#include "core/stream.h"
+#include "graphs/explain.h"
+#include "models/program/commands.h"
+#include "models/program/metrics.h"
+#include "models/program/progress.h"
+#include "models/program/run_summary.h"
+#include "models/train/checkpoint.h"
+#include "models/train/trainer.h"
+
+namespace grove::program {
+namespace {
+
+// Ctrl-C: the first asks the run to stop after the step in progress (and to save a checkpoint);
+// the handler then restores the default, so a second Ctrl-C ends the process at once (the last
+// checkpoint on disk stays whole: files are replaced atomically).
+std::atomic<bool> interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+struct TrainFlags {
+  std::string model = "mlp";
+  std::string device;
+  std::string mode = "eager";
+  std::int64_t epochs = 0, steps = 0, batch_size = 0, warmup_steps = 0, train_limit = 0,
+               test_limit = 0, checkpoint_every = 0, read_every = 0;
+  double lr = 0, momentum = 0, weight_decay = 0, clip = 0;
+  std::string optimizer, schedule, data, checkpoint, metrics;
+  std::uint64_t seed = 0;
+  bool resume = false, json = false, explain = false, plain = false;
+  CLI::App* command = nullptr;
+  bool given(const char* flag) const { return command->count(flag) > 0; }
+};
+
+// The flags' values over a base config: every flag the user gave replaces the base's value.
+void apply_flags(const TrainFlags& flags, train::TrainConfig& config, bool resuming) {
+  auto set = [&](const char* flag, auto& field, const auto& value) {
+    if (!flags.given(flag)) return;
+    GROVE_CHECK(!resuming || field == value, flag,
+                ": a resumed run keeps the settings it was saved with (the checkpoint has ", field,
+                ", the flag says ", value,
+                "); leave the flag out, or start a new run without --resume");
+    field = value;
+  };
+  set("--batch-size", config.batch_size, flags.batch_size);
+  set("--optimizer", config.optimizer, flags.optimizer);
+  set("--lr", config.lr, flags.lr);
+  set("--momentum", config.momentum, flags.momentum);
+  set("--weight-decay", config.weight_decay, flags.weight_decay);
+  set("--schedule", config.schedule, flags.schedule);
+  set("--warmup-steps", config.warmup_steps, flags.warmup_steps);
+  set("--clip-grad-norm", config.clip_grad_norm, flags.clip);
+  set("--seed", config.seed, flags.seed);
+  set("--data", config.data, flags.data);
+  set("--train-limit", config.train_limit, flags.train_limit);
+  set("--test-limit", config.test_limit, flags.test_limit);
+  // How and how long: free to change on resume.
+  if (flags.given("--epochs")) config.epochs = flags.epochs;
+  if (flags.given("--steps")) config.steps = flags.steps;
+  if (flags.given("--mode")) config.mode = train::parse_mode(flags.mode);
+  config.device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  config.read_every = flags.read_every;
+  if (flags.explain) config.explain = graphs::ExplainLevel::On;
+}
+
+std::string describe(const train::TrainConfig& config, const train::Trainer& trainer) {
+  std::string text = "grove train: " + config.model + " on " + config.device.to_string() + ", " +
+                     train::to_string(config.mode) + ", ";
+  if (config.model == "gpt") {
+    text += std::to_string(trainer.total_steps()) + " steps";
+  } else {
+    text += std::to_string(config.epochs) + " epochs of " +
+            std::to_string(trainer.batches_per_epoch()) + " steps";
+    if (config.steps > 0) text += " (at most " + std::to_string(config.steps) + " steps)";
+  }
+  text += ", " + config.optimizer + " lr " + format_number(config.lr) + " (" + config.schedule +
+          "), batch " + std::to_string(config.batch_size) + ", seed " + std::to_string(config.seed);
+  return text;
+}
+
+int run_train(const TrainFlags& flags) {
+  GROVE_CHECK(!flags.resume || !flags.checkpoint.empty(),
+              "--resume needs --checkpoint PATH (the checkpoint to go on from)");
+  std::optional<train::Checkpoint> saved;
+  train::TrainConfig config;
+  if (flags.resume) {
+    saved = train::read_checkpoint(flags.checkpoint);
+    config = saved->config;
+    GROVE_CHECK(!flags.given("--model") || flags.model == config.model, "--model ", flags.model,
+                ": the checkpoint holds a ", config.model, " model");
+  } else {
+    config = train::defaults_for(flags.model);
+  }
+  apply_flags(flags, config, flags.resume);
+
+  train::Trainer trainer(config);
+  if (saved) train::restore_checkpoint(trainer, *saved);
+  const bool terminal = !flags.plain && isatty(fileno(stderr)) != 0;
+  std::cerr << describe(trainer.config(), trainer) << "\n";
+  if (saved) {
+    std::cerr << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
+              << "\n";
+  }
+
+  std::optional<MetricsWriter> metrics;
+  if (!flags.metrics.empty()) metrics.emplace(flags.metrics, /*append=*/flags.resume);
+  ProgressOptions progress_options;
+  progress_options.is_terminal = terminal;
+  progress_options.total_steps = trainer.total_steps();
+  progress_options.steps_per_epoch = config.model == "gpt" ? 0 : trainer.batches_per_epoch();
+  progress_options.start_step = trainer.steps_done();
+  Progress progress(std::cerr, progress_options);
+
+  auto save = [&](const char* why) {
+    if (flags.checkpoint.empty()) return;
+    train::save_checkpoint(trainer, flags.checkpoint);
+    progress.message(std::string("checkpoint (") + why + "): " + flags.checkpoint + " at step " +
+                     std::to_string(trainer.steps_done()));
+  };
+  train::Callbacks callbacks;
+  callbacks.on_step = [&](const train::StepReport& step) {
+    const double samples_per_s = step.step_ms > 0 ? step.samples * 1e3 / step.step_ms : 0.0;
+    progress.update({.step = step.step,
+                     .total_steps = step.total_steps,
+                     .epoch = 0,
+                     .epochs = 0,
+                     .loss = step.loss,
+                     .lr = step.lr,
+                     .samples_per_s = samples_per_s});
+    if (metrics) {
+      metrics->write({step.step, step.epoch, step.loss, step.lr, step.step_ms, samples_per_s});
+    }
+  };
+  callbacks.on_eval = [&](const train::EvalReport& eval) {
+    progress.message(describe_eval(config.model, eval));
+  };
+  callbacks.should_stop = [&] {
+    if (interrupted.load()) return true;
+    const std::int64_t step = trainer.steps_done();
+    if (flags.checkpoint_every > 0 && step % flags.checkpoint_every == 0) save("every");
+    return false;
+  };
+
+  interrupted.store(false);
+  std::signal(SIGINT, on_interrupt);
+  const train::TrainResult result = trainer.run(callbacks);
+  std::signal(SIGINT, SIG_DFL);
+  progress.finish();
+
+  if (interrupted.load()) {
+    if (flags.checkpoint.empty()) {
+      const std::string path = config.model + "-interrupted.safetensors";
+      train::save_checkpoint(trainer, path);
+      std::cerr << "interrupted at step " << trainer.steps_done() << "; saved " << path
+                << "\nresume with: grove train --resume --checkpoint " << path << "\n";
+    } else {
+      save("interrupted");
+      std::cerr << "interrupted at step " << trainer.steps_done()
+                << "\nresume with: grove train --resume --checkpoint " << flags.checkpoint << "\n";
+    }
+    return 130;
+  }
+  save("end");
+  const RunSummary summary = summarize(trainer, result);
+  std::cerr << summary.to_text();
+  if (flags.json) std::cout << summary.to_json() << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  CLI::App* command = app.add_subcommand("train", "train a model (mlp, cnn, gpt)");
+  flags->command = command;
+  command->add_option("--model", flags->model, "mlp | cnn | gpt")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}));
+  command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
+  command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")
+      ->check(CLI::IsMember({"eager", "graphed"}));
+  command->add_option("--epochs", flags->epochs, "passes over the data (mlp 5, cnn 3)");
+  command->add_option("--steps", flags->steps, "stop after N steps (gpt: its length, 2000)");
+  command->add_option("--batch-size", flags->batch_size, "samples per step (128; gpt 32)");
+  command->add_option("--lr", flags->lr, "learning rate (sgd 0.1; adamw 3e-4)");
+  command->add_option("--optimizer", flags->optimizer, "sgd | adamw")
+      ->check(CLI::IsMember({"sgd", "adamw"}));
+  command->add_option("--momentum", flags->momentum, "sgd momentum (0.9)");
+  command->add_option("--weight-decay", flags->weight_decay, "(sgd 0; adamw 0.01)");
+  command->add_option("--schedule", flags->schedule, "constant | cosine | step")
+      ->check(CLI::IsMember({"constant", "cosine", "step"}));
+  command->add_option("--warmup-steps", flags->warmup_steps, "cosine: linear warm-up steps");
+  command->add_option("--clip-grad-norm", flags->clip, "clip gradients to this global norm");
+  command->add_option("--seed", flags->seed, "initialisation, data order and sampling (0)");
+  command->add_option("--data", flags->data,
+                      "Fashion-MNIST directory (mlp, cnn) or a text file (gpt)");
+  command->add_option("--train-limit", flags->train_limit, "train on the first N samples");
+  command->add_option("--test-limit", flags->test_limit, "evaluate on the first N samples");
+  command->add_option("--checkpoint", flags->checkpoint,
+                      "checkpoint file (safetensors), written at the end and on Ctrl-C");
+  command->add_option("--checkpoint-every", flags->checkpoint_every, "also every N steps");
+  command->add_flag("--resume", flags->resume, "go on from --checkpoint");
+  command->add_option("--metrics", flags->metrics, "CSV file: one row per step");
+  command->add_option("--read-every", flags->read_every,
+                      "steps between reads of the losses from the device (cpu 1, cuda 50)");
+  command->add_flag("--json", flags->json, "print one JSON line of results at the end");
+  command->add_flag("--explain", flags->explain, "narrate graphed mode's decisions");
+  command->add_flag("--plain", flags->plain, "plain progress lines even on a terminal");
+  command->callback([flags] {
+    const int code = run_train(*flags);
+    if (code != 0) throw CLI::RuntimeError(code);
+  });
+}
+
+}  // namespace grove::program
