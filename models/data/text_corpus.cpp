@@ -8,7 +8,9 @@
 #include "models/data/text_corpus.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -162,6 +164,26 @@ std::string decode(const Tensor& tokens) {
     text[static_cast<std::size_t>(i)] = static_cast<char>(values[i]);
   }
   return text;
+}
+
+double unigram_entropy(const Tensor& tokens) {
+  GROVE_CHECK(tokens.dim() == 1 && tokens.dtype() == DType::Int64 && tokens.device().is_cpu(),
+              "unigram_entropy: expected 1-d int64 tokens on the CPU, got ", tokens.sizes(), " ",
+              tokens.dtype(), " on ", tokens.device());
+  std::array<std::int64_t, kCorpusVocabSize> counts{};
+  for (const std::int64_t token : tokens.contiguous().to_vector<std::int64_t>()) {
+    GROVE_CHECK(token >= 0 && token < kCorpusVocabSize, "unigram_entropy: token ", token,
+                " is outside 0..", kCorpusVocabSize - 1);
+    ++counts[static_cast<std::size_t>(token)];
+  }
+  const double total = static_cast<double>(tokens.numel());
+  double entropy = 0.0;
+  for (const std::int64_t count : counts) {
+    if (count == 0) continue;
+    const double p = static_cast<double>(count) / total;
+    entropy -= p * std::log(p);
+  }
+  return entropy;
 }
 
 }  // namespace grove::data

@@ -64,6 +64,11 @@ struct Windows {
 Windows sample_windows(const Tensor& tokens, std::int64_t batch, std::int64_t block,
                        Generator& generator);
 
+// The entropy of the tokens' frequencies, in nats: -sum p(c) log p(c) over the characters c of
+// `tokens` (1-d int64 on the CPU, values 0..127). The loss of a model that knows only how often
+// each character occurs; a language model should go well below it. 0 for no tokens.
+double unigram_entropy(const Tensor& tokens);
+
 // Text -> (len) int64 tokens: each byte, with bytes > 127 clipped to 127.
 Tensor encode(std::string_view text);
 // Tokens (any shape, int64, any device; read in row-major order) -> text, one byte per token.

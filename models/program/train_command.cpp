@@ -116,6 +116,13 @@ int run_train(const TrainFlags& flags) {
   if (saved) train::restore_checkpoint(trainer, *saved);
   const bool terminal = !flags.plain && isatty(fileno(stderr)) != 0;
   std::cerr << describe(trainer.config(), trainer) << "\n";
+  if (config.model == "gpt") {
+    const data::TextCorpus& corpus = trainer.corpus();
+    std::cerr << "corpus: " << corpus.size() << " characters from " << corpus.paths.size()
+              << " files (" << corpus.train.numel() << " to train on, " << corpus.validation.numel()
+              << " to validate); unigram entropy "
+              << format_number(data::unigram_entropy(corpus.train)) << " nats\n";
+  }
   if (saved) {
     std::cerr << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
               << "\n";

@@ -21,11 +21,15 @@ Mode parse_mode(const std::string& text) {
 TrainConfig defaults_for(const std::string& model) {
   TrainConfig config;
   config.model = model;
+  // Cosine decay to 0 over the run: at the anchors' constant rate the mlp ends at about 0.865
+  // after 5 epochs; decaying it, at about 0.887 (seeds 0 to 2).
+  config.schedule = "cosine";
   if (model == "mlp") {
     config.epochs = 5;
   } else if (model == "cnn") {
     config.epochs = 3;
   } else if (model == "gpt") {
+    config.warmup_steps = 100;
     config.epochs = 1;
     config.steps = 2000;
     config.batch_size = 32;

@@ -37,13 +37,13 @@ struct TrainConfig {
 
   std::string optimizer = "sgd";  // sgd | adamw
   double lr = 0.1;
-  double momentum = 0.9;              // sgd
-  double weight_decay = 0.0;          // sgd: L2 added to the gradient; adamw: decoupled
-  std::string schedule = "constant";  // constant | cosine (linear warm-up, then cosine) | step
-  std::int64_t warmup_steps = 0;      // cosine
-  std::int64_t step_size = 1000;      // step: lr *= gamma every step_size steps
-  double gamma = 0.1;                 // step
-  double clip_grad_norm = 0.0;        // > 0: scale gradients to this global L2 norm at most
+  double momentum = 0.9;            // sgd
+  double weight_decay = 0.0;        // sgd: L2 added to the gradient; adamw: decoupled
+  std::string schedule = "cosine";  // constant | cosine (linear warm-up, then cosine) | step
+  std::int64_t warmup_steps = 0;    // cosine; cut to the run's length
+  std::int64_t step_size = 1000;    // step: lr *= gamma every step_size steps
+  double gamma = 0.1;               // step
+  double clip_grad_norm = 0.0;      // > 0: scale gradients to this global L2 norm at most
 
   std::uint64_t seed = 0;  // model initialisation, data order, gpt's windows and samples
   // mlp, cnn: the Fashion-MNIST directory; gpt: a text file. Empty: the default

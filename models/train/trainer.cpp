@@ -37,7 +37,9 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& config,
 std::unique_ptr<optim::LrSchedule> make_schedule(const TrainConfig& config,
                                                  std::int64_t total_steps) {
   if (config.schedule == "cosine") {
-    return std::make_unique<optim::WarmupCosineLr>(config.lr, config.warmup_steps, total_steps);
+    // A warm-up longer than the run (gpt's default 100 steps in a short run) is cut to it.
+    return std::make_unique<optim::WarmupCosineLr>(
+        config.lr, std::min(config.warmup_steps, total_steps), total_steps);
   }
   if (config.schedule == "step") {
     return std::make_unique<optim::StepLr>(config.lr, config.step_size, config.gamma);

@@ -115,6 +115,8 @@ class Trainer {
   std::int64_t batches_per_epoch() const;
   std::int64_t total_steps() const;
   graphs::CompileStats compile_stats() const { return step_->compile_stats(); }
+  // gpt: the text it trains on (empty for mlp and cnn).
+  const data::TextCorpus& corpus() const { return corpus_; }
 
  private:
   struct Pending;  // a step whose loss has not been read yet
