@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The grove program end to end, as a user runs it: train on a subset with --json, metrics and a
+# checkpoint; resume; eval; sample; plot; Ctrl-C (SIGINT) finishing the step, saving a checkpoint
+# and saying how to resume; and mistakes refused with a message and a non-zero exit.
+#   grove_cli_test.sh path/to/grove
+set -euo pipefail
+grove=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() { grep -q -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in $2"; }; }
+
+have_data=0
+[[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] && have_data=1
+
+if [[ $have_data == 1 ]]; then
+  # Train, with --json's one line on stdout and a metrics row per step.
+  "$grove" train --model mlp --device cpu --epochs 1 --train-limit 640 --test-limit 200 \
+    --metrics m.csv --checkpoint c.safetensors --json >out.json 2>err.txt
+  python3 - out.json <<'PY' || fail "the --json line"
+import json, sys
+d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+for key in ("model", "device", "mode", "epochs", "steps", "train_loss", "test_accuracy",
+            "step_time_ms_median", "samples_per_s", "peak_memory_bytes", "graph_stats"):
+    assert key in d, key
+assert d["steps"] == 5 and d["model"] == "mlp" and 0 <= d["test_accuracy"] <= 1, d
+assert set(d["graph_stats"]) == {"warmups", "recordings", "replays", "checkpoints", "fallbacks"}
+PY
+  [[ $(wc -l <m.csv) == 6 ]] || fail "metrics: expected a header and 5 rows"
+  expect_in "epoch 1: test accuracy" err.txt
+  # Resume for a second epoch: metrics continue, the step count goes on.
+  "$grove" train --resume --checkpoint c.safetensors --epochs 2 --metrics m.csv --device cpu \
+    --json >out2.json 2>err2.txt
+  expect_in '"steps":10' out2.json
+  expect_in "resuming from c.safetensors at step 5" err2.txt
+  [[ $(wc -l <m.csv) == 11 ]] || fail "metrics after resume: expected a header and 10 rows"
+  # A setting that shapes the numbers cannot change on resume.
+  if "$grove" train --resume --checkpoint c.safetensors --lr 0.5 2>err3.txt; then
+    fail "resume with another --lr"
+  fi
+  expect_in "a resumed run keeps the settings" err3.txt
+  "$grove" eval --checkpoint c.safetensors --device cpu --json >eval.json 2>/dev/null
+  expect_in '"test_accuracy"' eval.json
+  "$grove" plot m.csv -o curve.svg 2>/dev/null
+  expect_in "<svg" curve.svg
+fi
+
+# gpt: train a few steps, sample from the checkpoint.
+"$grove" train --model gpt --device cpu --steps 3 --batch-size 2 --checkpoint g.safetensors \
+  >/dev/null 2>gerr.txt
+expect_in "unigram entropy" gerr.txt
+"$grove" sample --checkpoint g.safetensors --prompt "The " --tokens 20 --device cpu >sample.txt
+[[ $(head -c 4 sample.txt) == "The " ]] || fail "the sample starts with its prompt"
+
+# Ctrl-C: the run stops after its step, saves, and says how to resume (exit 130).
+"$grove" train --model gpt --device cpu --steps 100000 --batch-size 2 --metrics i.csv \
+  --checkpoint i.safetensors >/dev/null 2>ierr.txt &
+pid=$!
+for _ in $(seq 600); do
+  [[ -s i.csv && $(wc -l <i.csv) -ge 3 ]] && break
+  sleep 0.1
+done
+kill -INT $pid
+status=0
+wait $pid || status=$?
+[[ $status == 130 ]] || { cat ierr.txt >&2; fail "exit status after Ctrl-C: $status"; }
+expect_in "resume with: grove train --resume --checkpoint i.safetensors" ierr.txt
+"$grove" eval --checkpoint i.safetensors --device cpu >/dev/null 2>&1 || fail "the saved checkpoint"
+
+# Mistakes: a message and a non-zero exit.
+if "$grove" train --model resnet 2>e1.txt; then fail "--model resnet"; fi
+expect_in "resnet" e1.txt
+if "$grove" train --model mlp --device cuda:7 2>e2.txt; then fail "--device cuda:7"; fi
+expect_in "cuda" e2.txt
+if "$grove" eval --checkpoint missing.safetensors 2>e3.txt; then fail "a missing checkpoint"; fi
+expect_in "missing.safetensors" e3.txt
+if "$grove" train --model mlp --data nowhere --device cpu 2>e4.txt; then fail "--data nowhere"; fi
+expect_in "dataset-fashion-mnist" e4.txt
+echo "grove_cli_test: passed"
