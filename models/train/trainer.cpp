@@ -186,16 +186,14 @@ void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
 
 void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_t epoch,
                         std::int64_t batch, TrainResult& result, const Callbacks& callbacks) {
+  if (pending_.empty()) window_start_ = Clock::now();
   schedule_->apply(*optimizer_, steps_done_);  // this step's rate, written on the device
   StepReport report;
   report.lr = optimizer_->lr();
-  const Clock::time_point start = Clock::now();
   const Tensor loss = (*step_)(inputs, targets);
-  const double seconds = seconds_since(start);
   const bool full = loss_log_->record(loss);
 
   ++steps_done_;
-  step_seconds_ += seconds;
   samples_done_ += inputs.size(0);
   report.step = steps_done_;
   report.total_steps = total_steps();
@@ -203,16 +201,20 @@ void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_
   report.batch = batch;
   report.batches_per_epoch = batches_per_epoch();
   report.samples = inputs.size(0);
-  report.step_ms = seconds * 1e3;
   pending_.push_back(report);
   if (full) flush_reports(result, callbacks);
 }
 
 void Trainer::flush_reports(TrainResult& result, const Callbacks& callbacks) {
-  const std::vector<double> losses = loss_log_->read();
+  if (pending_.empty()) return;
+  const std::vector<double> losses = loss_log_->read();  // waits for the window's steps
   GROVE_INTERNAL_ASSERT(losses.size() == pending_.size());
+  const double window_seconds = seconds_since(window_start_);
+  step_seconds_ += window_seconds;
+  const double step_ms = window_seconds * 1e3 / static_cast<double>(pending_.size());
   for (std::size_t i = 0; i < losses.size(); ++i) {
     pending_[i].loss = losses[i];
+    pending_[i].step_ms = step_ms;
     result.losses.push_back(losses[i]);
     result.step_ms.push_back(pending_[i].step_ms);
     if (callbacks.on_step) callbacks.on_step(pending_[i]);

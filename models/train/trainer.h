@@ -23,6 +23,7 @@
 // grove::Errors thrown by the constructor, before any training.
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -52,8 +53,11 @@ struct StepReport {
   std::int64_t batches_per_epoch = 0;
   std::int64_t samples = 0;  // in this step's batch
   double loss = 0.0;
-  double lr = 0.0;       // the rate this step used
-  double step_ms = 0.0;  // host time from the batch in hand to the step queued
+  double lr = 0.0;  // the rate this step used
+  // Wall time per step: the time from the first step of its read window (see read_every) to
+  // the losses read back from the device, over the window's steps. It includes waiting for the
+  // device and for the next batch, so it is the run's real pace, not the host's queueing time.
+  double step_ms = 0.0;
 };
 
 struct EvalReport {
@@ -149,6 +153,7 @@ class Trainer {
   std::vector<data::Windows> eval_windows_;  // on the device
 
   std::int64_t steps_done_ = 0;
+  std::chrono::steady_clock::time_point window_start_;  // the first pending step's start
   std::int64_t epoch_ = 0;
   std::int64_t next_batch_ = 0;
   double step_seconds_ = 0.0;
