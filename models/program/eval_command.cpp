@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "models/checkpoint/safetensors.h"
 #include "models/data/text_corpus.h"
 #include "models/program/commands.h"
 #include "models/program/run_summary.h"
@@ -18,7 +19,8 @@ namespace grove::program {
 namespace {
 
 struct EvalFlags {
-  std::string checkpoint, device, data;
+  std::string checkpoint, device, data, save_logits;
+  std::int64_t logits_count = 256;
   bool json = false;
   CLI::App* command = nullptr;
 };
@@ -37,6 +39,13 @@ int run_eval(const EvalFlags& flags) {
   std::cerr << "grove eval: " << config.model << " from " << flags.checkpoint << " (step "
             << report.step << ") on " << config.device.to_string() << "\n"
             << describe_eval(config.model, report) << "\n";
+  if (!flags.save_logits.empty()) {
+    const auto [inputs, logits] = trainer.inputs_and_logits(flags.logits_count);
+    checkpoint::save_safetensors(flags.save_logits, {{"inputs", inputs}, {"logits", logits}},
+                                 {{"grove.model", config.model}});
+    std::cerr << "wrote the inputs and logits of " << inputs.size(0) << " samples to "
+              << flags.save_logits << "\n";
+  }
   if (flags.json) {
     nlohmann::ordered_json object = {{"model", config.model}, {"step", report.step}};
     if (config.model == "gpt") {
@@ -87,6 +96,10 @@ void add_eval_command(CLI::App& app) {
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--data", flags->data, "the data to evaluate on (default: the run's)");
   command->add_flag("--json", flags->json, "print one JSON line of results");
+  command->add_option("--save-logits", flags->save_logits,
+                      "write the inputs and the model's logits (safetensors) of the first test "
+                      "samples, to compare with another framework");
+  command->add_option("--logits-count", flags->logits_count, "how many samples (256)");
   command->callback([flags] { run_eval(*flags); });
 }
 

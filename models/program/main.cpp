@@ -20,13 +20,37 @@ int main(int argc, char** argv) {
   grove::program::add_plot_command(app);
   grove::program::add_info_command(app);
   grove::program::add_demo_command(app);
+  // A user's mistake (an unknown command, model or flag, a missing or bad value, missing data, a
+  // device that is not there, a checkpoint that does not fit) ends with one line saying what is
+  // wrong and exit code 2; --help exits 0; a run stopped by Ctrl-C exits 130.
+  const auto is_command = [&](const char* name) {
+    for (const CLI::App* command : app.get_subcommands({})) {
+      if (command->get_name() == name) return true;
+    }
+    return false;
+  };
+  if (argc > 1 && argv[1][0] != '-' && !is_command(argv[1])) {
+    std::cerr << "grove: error: unknown command '" << argv[1]
+              << "'; the commands are train, eval, sample, plot, info and demo (grove --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::RuntimeError& stopped) {
+    return stopped.get_exit_code();
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    std::cerr << "grove: error: " << error.what() << "; see grove "
+              << (app.get_subcommands().empty() ? ""
+                                                : app.get_subcommands().front()->get_name() + " ")
+              << "--help\n";
+    return 2;
   } catch (const grove::Error& error) {
     std::cerr << "grove: error: " << error.what() << "\n";
-    return 1;
+    return 2;
   }
   return 0;
 }

@@ -111,10 +111,10 @@ void save_checkpoint(Trainer& trainer, const std::filesystem::path& path) {
     tensors.emplace_back(std::string(kOptimizerPrefix) + name, tensor);
   }
   const RunPosition position = trainer.position();
-  const json position_json = {{"steps_done", position.steps_done},
-                              {"epoch", position.epoch},
-                              {"next_batch", position.next_batch},
-                              {"window_offset", position.window_offset}};
+  const json position_json = {
+      {"steps_done", position.steps_done}, {"epoch", position.epoch},
+      {"next_batch", position.next_batch}, {"window_offset", position.window_offset},
+      {"rng_seed", position.rng_seed},     {"rng_offset", position.rng_offset}};
   const std::map<std::string, std::string> metadata = {
       {"grove.format", kCheckpointFormat},
       {"grove.model", trainer.config().model},
@@ -139,6 +139,8 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
     checkpoint.position.epoch = position.at("epoch").get<std::int64_t>();
     checkpoint.position.next_batch = position.at("next_batch").get<std::int64_t>();
     checkpoint.position.window_offset = position.at("window_offset").get<std::uint64_t>();
+    checkpoint.position.rng_seed = position.at("rng_seed").get<std::uint64_t>();
+    checkpoint.position.rng_offset = position.at("rng_offset").get<std::uint64_t>();
   } catch (const json::exception& error) {
     GROVE_CHECK(false, "checkpoint ", path.string(), ": its position is malformed (", error.what(),
                 ")");

@@ -57,6 +57,21 @@ EvalReport Trainer::evaluate_classifier() {
   return report;
 }
 
+std::pair<Tensor, Tensor> Trainer::inputs_and_logits(std::int64_t count) {
+  GROVE_CHECK(count >= 1, "inputs_and_logits: expected a count of at least 1, got ", count);
+  autograd::NoGradGuard no_grad;
+  EvalModeGuard eval_mode(*model_);
+  Tensor inputs;
+  if (config_.model == "gpt") {
+    const Tensor& windows = eval_windows_.front().inputs;  // (B, T)
+    inputs = windows.narrow(0, 0, std::min(count, windows.size(0)));
+  } else {
+    inputs = test_set_.images.narrow(0, 0, std::min(count, test_set_.size())).to(config_.device);
+  }
+  const Tensor logits = (*model_)(inputs);
+  return {inputs.to(kCPU), logits.to(kCPU)};
+}
+
 void Trainer::prepare_gpt_evaluation() {
   const std::int64_t block = dynamic_cast<zoo::Gpt&>(*model_).config().block;
   GROVE_CHECK(corpus_.validation.numel() > block + 1, "gpt: the validation part of the text (",

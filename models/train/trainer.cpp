@@ -79,6 +79,9 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
                                           config_.train_limit > 0 ? config_.train_limit : -1);
     test_set_ = data::load_fashion_mnist(dir, data::Split::Test,
                                          config_.test_limit > 0 ? config_.test_limit : -1);
+    GROVE_CHECK(config_.batch_size <= train_set_.size(), "batch size ", config_.batch_size,
+                " is larger than the training set (", train_set_.size(),
+                " samples); use a batch size of at most ", train_set_.size());
     data::LoaderOptions options;
     options.batch_size = config_.batch_size;
     options.seed = config_.seed;
@@ -125,10 +128,13 @@ TrainResult Trainer::run(const Callbacks& callbacks) {
 }
 
 RunPosition Trainer::position() const {
+  const Generator& device_generator = default_generator(config_.device);
   return {.steps_done = steps_done_,
           .epoch = epoch_,
           .next_batch = next_batch_,
-          .window_offset = window_generator_.offset()};
+          .window_offset = window_generator_.offset(),
+          .rng_seed = device_generator.seed(),
+          .rng_offset = device_generator.offset()};
 }
 
 void Trainer::resume_at(const RunPosition& position) {
@@ -141,6 +147,9 @@ void Trainer::resume_at(const RunPosition& position) {
   epoch_ = position.epoch;
   next_batch_ = position.next_batch;
   window_generator_.set_offset(position.window_offset);
+  Generator& device_generator = default_generator(config_.device);
+  device_generator.manual_seed(position.rng_seed);
+  device_generator.set_offset(position.rng_offset);
 }
 
 void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) {

@@ -87,6 +87,9 @@ struct RunPosition {
   std::int64_t next_batch = 0;      // mlp, cnn: its next batch; == batches_per_epoch: only the
                                     // epoch's evaluation is left
   std::uint64_t window_offset = 0;  // gpt: the window sampler's generator offset
+  // The device's default generator (dropout and other random ops draw from it).
+  std::uint64_t rng_seed = 0;
+  std::uint64_t rng_offset = 0;
 };
 
 struct Callbacks {
@@ -107,6 +110,10 @@ class Trainer {
   TrainResult run(const Callbacks& callbacks = {});
   // Evaluates the model now (test set or validation windows); no callback.
   EvalReport evaluate();
+  // The model's logits (eval mode, no grad) on the first `count` test images (mlp, cnn) or on
+  // the first validation windows (gpt), with those inputs, both on the CPU: for comparing
+  // grove's numbers with another framework's.
+  std::pair<Tensor, Tensor> inputs_and_logits(std::int64_t count);
 
   const TrainConfig& config() const { return config_; }
   nn::Module& model() { return *model_; }

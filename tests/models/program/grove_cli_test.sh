@@ -68,13 +68,40 @@ wait $pid || status=$?
 expect_in "resume with: grove train --resume --checkpoint i.safetensors" ierr.txt
 "$grove" eval --checkpoint i.safetensors --device cpu >/dev/null 2>&1 || fail "the saved checkpoint"
 
-# Mistakes: a message and a non-zero exit.
-if "$grove" train --model resnet 2>e1.txt; then fail "--model resnet"; fi
-expect_in "resnet" e1.txt
-if "$grove" train --model mlp --device cuda:7 2>e2.txt; then fail "--device cuda:7"; fi
-expect_in "cuda" e2.txt
-if "$grove" eval --checkpoint missing.safetensors 2>e3.txt; then fail "a missing checkpoint"; fi
-expect_in "missing.safetensors" e3.txt
-if "$grove" train --model mlp --data nowhere --device cpu 2>e4.txt; then fail "--data nowhere"; fi
-expect_in "dataset-fashion-mnist" e4.txt
+# SIGKILL while checkpoints are being written (one every step): the checkpoint on disk is always
+# a whole, loadable one, never a half-written file.
+for delay in 0.7 1.1 1.6; do
+  "$grove" train --model gpt --device cpu --steps 100000 --batch-size 1 --checkpoint k.safetensors \
+    --checkpoint-every 1 >/dev/null 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do [[ -s k.safetensors ]] && break; sleep 0.05; done
+  sleep "$delay"
+  kill -KILL $pid
+  wait $pid 2>/dev/null || true
+  "$grove" eval --checkpoint k.safetensors --device cpu >/dev/null 2>kerr.txt ||
+    { cat kerr.txt >&2; fail "the checkpoint after SIGKILL ($delay s) does not load"; }
+done
+
+# Mistakes: one line saying what is wrong, exit code 2.
+expect_mistake() {  # expect_mistake WORDS ARGS...
+  local words=$1
+  shift
+  local status=0
+  "$grove" "$@" >/dev/null 2>mistake.txt || status=$?
+  [[ $status == 2 ]] || { cat mistake.txt >&2; fail "grove $*: exit status $status, expected 2"; }
+  [[ $(wc -l <mistake.txt) == 1 ]] || { cat mistake.txt >&2; fail "grove $*: not one line"; }
+  expect_in "$words" mistake.txt
+}
+expect_mistake "resnet" train --model resnet
+expect_mistake "--bogus" train --model mlp --bogus
+expect_mistake "--epochs" train --model mlp --epochs
+expect_mistake "batch size: expected at least 1" train --model mlp --batch-size 0 --device cpu
+expect_mistake "cuda" train --model mlp --device cuda:7
+expect_mistake "--resume needs --checkpoint" train --model mlp --resume --device cpu
+expect_mistake "missing.safetensors" eval --checkpoint missing.safetensors
+expect_mistake "dataset-fashion-mnist" train --model mlp --data nowhere --device cpu
+expect_mistake "frobnicate" frobnicate
+if [[ $have_data == 1 ]]; then
+  expect_mistake "larger than the training set" train --model mlp --batch-size 999999 --device cpu
+fi
 echo "grove_cli_test: passed"

@@ -170,8 +170,15 @@ TEST(Checkpoint, DamagedOrForeignFilesAreRefused) {
     file.put('\x55');
   }
   EXPECT_NE(error_of([&] { read_checkpoint(path); }).find("checksum"), std::string::npos);
-  std::filesystem::resize_file(path, 100);
-  EXPECT_NE(error_of([&] { read_checkpoint(path); }).find(path.string()), std::string::npos);
+  // Cut short anywhere (in the length, the header, the data): refused, naming the file.
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path));
+  for (const std::int64_t keep :
+       {std::int64_t{0}, std::int64_t{5}, std::int64_t{100}, size / 3, size / 2, size - 1}) {
+    std::filesystem::resize_file(path, static_cast<std::uintmax_t>(keep));
+    EXPECT_NE(error_of([&] { read_checkpoint(path); }).find(path.string()), std::string::npos)
+        << "cut to " << keep << " bytes";
+    save_checkpoint(gpt, path);
+  }
   std::filesystem::remove(path);
   EXPECT_NE(error_of([&] { read_checkpoint(path); }).find(path.string()), std::string::npos);
 }

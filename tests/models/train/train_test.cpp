@@ -99,9 +99,12 @@ TEST(Trainer, MissingDataNamesThePathAndThePackage) {
 
 // A few hundred steps on a subset: the MLP learns (chance is 0.10; 3000 images for 2 epochs
 // with the reference settings reach about 0.75 on the first 1000 test images).
-TEST(Trainer, MlpLearnsOnASubset) {
+class TrainerLearns : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(TrainerLearns, MlpOnASubset) {
   SKIP_WITHOUT_FASHION_MNIST();
   TrainConfig config = defaults_for("mlp");
+  config.mode = GetParam();
   config.epochs = 2;
   config.train_limit = 3000;
   config.test_limit = 1000;
@@ -123,6 +126,12 @@ TEST(Trainer, MlpLearnsOnASubset) {
   EXPECT_LT(result.losses.back(), result.losses.front());
   for (double loss : result.losses) EXPECT_TRUE(std::isfinite(loss));
 }
+
+INSTANTIATE_TEST_SUITE_P(EagerAndGraphed, TrainerLearns,
+                         ::testing::Values(Mode::Eager, Mode::Graphed),
+                         [](const ::testing::TestParamInfo<Mode>& info) {
+                           return std::string(to_string(info.param));
+                         });
 
 // Graphed mode compiles the whole step; on the CPU its losses equal eager's bit for bit,
 // including an epoch's last, smaller batch (another signature) and a schedule.
