@@ -1,8 +1,9 @@
 // The `grove` program's commands. Each add_*_command registers a CLI11 subcommand on the
 // program's app with its options and the code that runs it; main.cpp puts them together.
 // A command reports a user's mistake (bad flag values, missing files, a checkpoint of another
-// model) as a grove::Error, which main prints as one line and exits with 1; CLI11's own parse
-// errors exit with CLI11's codes and its usage text.
+// model) as a grove::Error; main prints it, as it prints CLI11's parse errors, as one line and
+// exits with 2. A command that must end with another status throws CLI::RuntimeError(status)
+// (130 after Ctrl-C).
 #pragma once
 
 #include <CLI/CLI.hpp>

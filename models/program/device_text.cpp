@@ -1,4 +1,7 @@
-// Devices as the program's flags spell them: cpu, cuda, cuda:N.
+// Devices as the program's flags spell them: cpu, cuda, cuda:N. A device that is not there is
+// the user's mistake (an error naming the devices there are), never a crash later in a kernel.
+#include <charconv>
+
 #include "core/error.h"
 #include "models/program/commands.h"
 
@@ -8,10 +11,10 @@ Device parse_device(const std::string& text) {
   if (text == "cpu") return kCPU;
   int index = 0;
   if (text != "cuda") {
-    GROVE_CHECK(text.rfind("cuda:", 0) == 0 && text.size() > 5 &&
-                    text.find_first_not_of("0123456789", 5) == std::string::npos,
-                "--device: expected cpu, cuda or cuda:N, got '", text, "'");
-    index = std::stoi(text.substr(5));
+    const bool digits = text.rfind("cuda:", 0) == 0 && text.size() > 5 && text.size() < 9 &&
+                        text.find_first_not_of("0123456789", 5) == std::string::npos;
+    GROVE_CHECK(digits, "--device: expected cpu, cuda or cuda:N, got '", text, "'");
+    std::from_chars(text.data() + 5, text.data() + text.size(), index);
   }
   GROVE_CHECK(cuda_is_available(), "--device ", text,
               ": this machine has no CUDA device (or grove was built without CUDA); use "

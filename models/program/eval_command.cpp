@@ -32,10 +32,11 @@ int run_eval(const EvalFlags& flags) {
   config.mode = train::Mode::Eager;
   if (!flags.data.empty()) config.data = flags.data;
   train::Trainer trainer(config);
-  train::restore_checkpoint(trainer, saved);
+  train::restore_checkpoint(trainer, saved, /*restore_position=*/false);
   train::EvalReport report = trainer.evaluate();
-  report.step = trainer.steps_done();
-  report.epoch = saved.position.epoch - (saved.position.next_batch == 0 ? 1 : 0);
+  report.step = saved.position.steps_done;
+  report.epoch =
+      std::max<std::int64_t>(0, saved.position.epoch - (saved.position.next_batch == 0 ? 1 : 0));
   std::cerr << "grove eval: " << config.model << " from " << flags.checkpoint << " (step "
             << report.step << ") on " << config.device.to_string() << "\n"
             << describe_eval(config.model, report) << "\n";

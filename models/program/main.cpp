@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   } catch (const grove::Error& error) {
     std::cerr << "grove: error: " << error.what() << "\n";
     return 2;
+  } catch (const std::exception& error) {  // from the standard library (files, memory)
+    std::cerr << "grove: error: " << error.what() << "\n";
+    return 2;
   }
   return 0;
 }

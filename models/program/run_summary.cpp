@@ -1,4 +1,5 @@
-// RunSummary: the end of a `grove train` run as text and as one JSON line.
+// RunSummary: the end of a `grove train` run as text and as one JSON line (the fields and what
+// each means are in run_summary.h). It reads counters; it changes nothing.
 #include "models/program/run_summary.h"
 
 #include <algorithm>

@@ -37,6 +37,18 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);
 }
 
+// Ctrl-C is the run's to handle while the guard lives, also when the run throws.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    interrupted.store(false);
+    std::signal(SIGINT, on_interrupt);
+  }
+  ~InterruptGuard() { std::signal(SIGINT, SIG_DFL); }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+};
+
 struct TrainFlags {
   std::string model = "mlp";
   std::string device;
@@ -123,6 +135,11 @@ int run_train(const TrainFlags& flags) {
               << " to validate); unigram entropy "
               << format_number(data::unigram_entropy(corpus.train)) << " nats\n";
   }
+  if (saved && (config.epochs != saved->config.epochs || config.steps != saved->config.steps) &&
+      config.schedule != "constant") {
+    std::cerr << "note: another length than the saved run's stretches its " << config.schedule
+              << " schedule from here on; the run no longer continues the saved one exactly\n";
+  }
   if (saved) {
     std::cerr << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
               << "\n";
@@ -160,20 +177,21 @@ int run_train(const TrainFlags& flags) {
   callbacks.on_eval = [&](const train::EvalReport& eval) {
     progress.message(describe_eval(config.model, eval));
   };
-  callbacks.should_stop = [&] {
-    if (interrupted.load()) return true;
-    const std::int64_t step = trainer.steps_done();
-    if (flags.checkpoint_every > 0 && step % flags.checkpoint_every == 0) save("every");
-    return false;
-  };
+  callbacks.should_stop = [] { return interrupted.load(); };
+  if (flags.checkpoint_every > 0 && !flags.checkpoint.empty()) {
+    callbacks.save_every = flags.checkpoint_every;
+    callbacks.save = [&] { save("every"); };
+  }
 
-  interrupted.store(false);
-  std::signal(SIGINT, on_interrupt);
-  const train::TrainResult result = trainer.run(callbacks);
-  std::signal(SIGINT, SIG_DFL);
+  train::TrainResult result;
+  {
+    const InterruptGuard ctrl_c;
+    result = trainer.run(callbacks);
+  }
   progress.finish();
 
-  if (interrupted.load()) {
+  // Stopped early by Ctrl-C (a Ctrl-C during the last evaluation still ends the run as done).
+  if (interrupted.load() && trainer.steps_done() < trainer.total_steps()) {
     if (flags.checkpoint.empty()) {
       const std::string path = config.model + "-interrupted.safetensors";
       train::save_checkpoint(trainer, path);

@@ -155,7 +155,7 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
   return checkpoint;
 }
 
-void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint) {
+void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint, bool restore_position) {
   const TrainConfig& config = trainer.config();
   GROVE_CHECK(checkpoint.config.model == config.model, "checkpoint: it holds a '",
               checkpoint.config.model, "' model, but this run trains '", config.model,
@@ -164,10 +164,12 @@ void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint) {
               checkpoint.config.optimizer, ", this run's is ", config.optimizer);
   checkpoint::check_same_layout(trainer.model().state_dict(), checkpoint.model,
                                 "the checkpoint's model weights");
-  // Both loads check every entry before copying anything.
-  trainer.model().load_state_dict(checkpoint.model);
+  // Everything is checked before anything is copied: the position, then the optimizer's state
+  // (load_state checks every entry first), then the weights (their layout was checked above).
+  if (restore_position) trainer.check_position(checkpoint.position);
   trainer.optimizer().load_state(checkpoint.optimizer);
-  trainer.resume_at(checkpoint.position);
+  trainer.model().load_state_dict(checkpoint.model);
+  if (restore_position) trainer.resume_at(checkpoint.position);
 }
 
 }  // namespace grove::train

@@ -42,9 +42,12 @@ struct Checkpoint {
 // Reads and checks a checkpoint file (format, metadata, checksum); does not need a Trainer.
 Checkpoint read_checkpoint(const std::filesystem::path& path);
 
-// Puts a checkpoint's weights, optimizer state and position into `trainer`, which must train
-// the same model with the same optimizer (shapes and names are checked, every mismatch named,
-// before anything is copied).
-void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint);
+// Puts a checkpoint's weights, optimizer state and (unless restore_position is false, as for
+// evaluating on other data) position into `trainer`, which must train the same model with the
+// same optimizer (shapes and names are checked, every mismatch named, before anything is
+// copied). The run continues the saved one exactly when its length is unchanged: another
+// --epochs or --steps also stretches a cosine or step schedule from the resumed step on.
+void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint,
+                        bool restore_position = true);
 
 }  // namespace grove::train

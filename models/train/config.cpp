@@ -1,4 +1,6 @@
-// TrainConfig's defaults per model and its checks.
+// TrainConfig's defaults per model and its checks. The checks are about values alone (ranges,
+// names); whether the data holds enough samples for a batch is the Trainer's to check, when it
+// has loaded them.
 #include "models/train/config.h"
 
 #include <cmath>
@@ -55,7 +57,7 @@ void TrainConfig::validate() const {
               optimizer, "'");
   GROVE_CHECK(schedule == "constant" || schedule == "cosine" || schedule == "step",
               "schedule: expected constant, cosine or step, got '", schedule, "'");
-  GROVE_CHECK(epochs >= 1, "epochs: expected at least 1, got ", epochs);
+  GROVE_CHECK(epochs >= 1 && epochs <= 1'000'000, "epochs: expected 1 to 1,000,000, got ", epochs);
   GROVE_CHECK(steps >= 0, "steps: expected 0 (no limit) or more, got ", steps);
   GROVE_CHECK(model != "gpt" || steps >= 1,
               "steps: gpt trains for a number of steps (windows are sampled, there are no "

@@ -72,8 +72,15 @@ std::pair<Tensor, Tensor> Trainer::inputs_and_logits(std::int64_t count) {
   return {inputs.to(kCPU), logits.to(kCPU)};
 }
 
+std::int64_t Trainer::gpt_block() const {
+  return dynamic_cast<const zoo::Gpt&>(*model_).config().block;
+}
+
 void Trainer::prepare_gpt_evaluation() {
-  const std::int64_t block = dynamic_cast<zoo::Gpt&>(*model_).config().block;
+  const std::int64_t block = gpt_block();
+  GROVE_CHECK(corpus_.train.numel() > block + 1, "gpt: the training part of the text (",
+              corpus_.train.numel(), " characters) is shorter than one window of ", block + 1,
+              "; give a longer text (--data FILE)");
   GROVE_CHECK(corpus_.validation.numel() > block + 1, "gpt: the validation part of the text (",
               corpus_.validation.numel(), " characters) is shorter than one window of ", block + 1,
               "; give a longer text (--data FILE)");

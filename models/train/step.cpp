@@ -1,4 +1,5 @@
-// TrainStep and LossLog. See models/train/step.h.
+// TrainStep and LossLog (see models/train/step.h for what a step is and why losses are read in
+// windows). Not a training loop: models/train/trainer.cpp drives the steps.
 #include "models/train/step.h"
 
 #include "autograd/autograd.h"

@@ -98,7 +98,9 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   optimizer_ = make_optimizer(config_, model_->parameters());
   schedule_ = make_schedule(config_, total_steps());
   step_ = std::make_unique<TrainStep>(*model_, *optimizer_, config_);
-  loss_log_ = std::make_unique<LossLog>(config_.device, config_.read_every);
+  // No more slots than steps (a huge --read-every would only take device memory).
+  loss_log_ = std::make_unique<LossLog>(
+      config_.device, std::min(config_.read_every, std::max<std::int64_t>(total_steps(), 1)));
   if (config_.model == "gpt") prepare_gpt_evaluation();
 }
 
@@ -137,12 +139,16 @@ RunPosition Trainer::position() const {
           .rng_offset = device_generator.offset()};
 }
 
-void Trainer::resume_at(const RunPosition& position) {
+void Trainer::check_position(const RunPosition& position) const {
   GROVE_CHECK(position.steps_done >= 0 && position.epoch >= 0 && position.next_batch >= 0 &&
                   position.next_batch <= batches_per_epoch(),
               "resume: a position out of range (step ", position.steps_done, ", epoch ",
               position.epoch, ", batch ", position.next_batch, " of ", batches_per_epoch(),
               "); the checkpoint does not belong to this data or batch size");
+}
+
+void Trainer::resume_at(const RunPosition& position) {
+  check_position(position);
   steps_done_ = position.steps_done;
   epoch_ = position.epoch;
   next_batch_ = position.next_batch;
@@ -152,29 +158,38 @@ void Trainer::resume_at(const RunPosition& position) {
   device_generator.set_offset(position.rng_offset);
 }
 
+// The run stops between steps when asked (should_stop) or when it has taken its steps; an
+// evaluation due at that step (an epoch's end, the run's end) runs before it returns, so a
+// resumed run never owes one. An epoch cut short by the step limit stays the current epoch in
+// the position, so a longer resumed run finishes it in the same order.
 void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) {
   const std::int64_t total = total_steps();
-  for (; epoch_ < config_.epochs && steps_done_ < total; ++epoch_, next_batch_ = 0) {
+  while (epoch_ < config_.epochs && steps_done_ < total) {
     loader_->start_epoch(epoch_, next_batch_);
-    while (steps_done_ < total && next_batch_ < batches_per_epoch()) {
+    bool stop = false;
+    while (!stop && steps_done_ < total && next_batch_ < batches_per_epoch()) {
       std::optional<data::Batch> batch = loader_->next();
       GROVE_INTERNAL_ASSERT(batch.has_value() && batch->index == next_batch_);
       take_step(batch->inputs, batch->targets, epoch_, batch->index, result, callbacks);
       ++next_batch_;
-      if (callbacks.should_stop && callbacks.should_stop()) {
-        flush_reports(result, callbacks);
-        return;
-      }
+      stop = callbacks.should_stop && callbacks.should_stop();
     }
     flush_reports(result, callbacks);
-    EvalReport report = evaluate();
-    report.epoch = epoch_;
-    record_eval(std::move(report), result, callbacks);
+    const bool epoch_done = next_batch_ == batches_per_epoch();
+    if (epoch_done || steps_done_ == total) {
+      EvalReport report = evaluate();
+      report.epoch = epoch_;
+      record_eval(std::move(report), result, callbacks);
+    }
+    if (!epoch_done) return;  // stopped, or at the step limit: the epoch goes on when resumed
+    ++epoch_;
+    next_batch_ = 0;
+    if (stop) return;
   }
 }
 
 void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
-  const std::int64_t block = 64;  // zoo's gpt context (GptConfig::block)
+  const std::int64_t block = gpt_block();
   while (steps_done_ < config_.steps) {
     data::Windows windows =
         data::sample_windows(corpus_.train, config_.batch_size, block, window_generator_);
@@ -185,11 +200,11 @@ void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
     }
     take_step(windows.inputs, windows.targets, 0, steps_done_, result, callbacks);
     const bool stop = callbacks.should_stop && callbacks.should_stop();
-    if (stop || steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps) {
-      flush_reports(result, callbacks);
-      if (stop) return;
-      record_eval(evaluate(), result, callbacks);
-    }
+    const bool evaluation_due =
+        steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps;
+    if (stop || evaluation_due) flush_reports(result, callbacks);
+    if (evaluation_due) record_eval(evaluate(), result, callbacks);
+    if (stop) return;
   }
 }
 
@@ -211,7 +226,10 @@ void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_
   report.batches_per_epoch = batches_per_epoch();
   report.samples = inputs.size(0);
   pending_.push_back(report);
-  if (full) flush_reports(result, callbacks);
+  const bool save_due =
+      callbacks.save && callbacks.save_every > 0 && steps_done_ % callbacks.save_every == 0;
+  if (full || save_due) flush_reports(result, callbacks);
+  if (save_due) callbacks.save();  // every step before it is reported (metrics), none after
 }
 
 void Trainer::flush_reports(TrainResult& result, const Callbacks& callbacks) {

@@ -97,6 +97,10 @@ struct Callbacks {
   std::function<void(const EvalReport&)> on_eval;
   // Asked between steps; true stops the run after the step in progress (a Ctrl-C handler).
   std::function<bool()> should_stop;
+  // Called every save_every steps, between steps, after every step so far was reported through
+  // on_step (a periodic checkpoint, so the metrics file never lacks a step the checkpoint has).
+  std::function<void()> save;
+  std::int64_t save_every = 0;
 };
 
 class Trainer {
@@ -123,6 +127,8 @@ class Trainer {
   // and the optimizer's state restored separately). Between runs only.
   RunPosition position() const;
   void resume_at(const RunPosition& position);
+  // Throws, naming what does not fit, when `position` cannot belong to this run's data.
+  void check_position(const RunPosition& position) const;
   std::int64_t batches_per_epoch() const;
   std::int64_t total_steps() const;
   graphs::CompileStats compile_stats() const { return step_->compile_stats(); }
@@ -130,7 +136,6 @@ class Trainer {
   const data::TextCorpus& corpus() const { return corpus_; }
 
  private:
-  struct Pending;  // a step whose loss has not been read yet
   void train_classifier(const Callbacks& callbacks, TrainResult& result);
   void train_gpt(const Callbacks& callbacks, TrainResult& result);
   // One step on a batch on the device; queues its report.
@@ -140,6 +145,7 @@ class Trainer {
   void record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks);
   // gpt: draws the validation windows every evaluation uses (models/train/evaluate.cpp).
   void prepare_gpt_evaluation();
+  std::int64_t gpt_block() const;  // the gpt's context length
   EvalReport evaluate_classifier();
   EvalReport evaluate_gpt();
 

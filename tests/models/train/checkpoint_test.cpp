@@ -132,6 +132,38 @@ TEST(Checkpoint, MlpResumedGraphedEqualsUninterruptedEager) {
   expect_resume_equals_uninterrupted(small_mlp(), 3, Mode::Graphed);
 }
 
+// A run cut short by its step limit mid-epoch, resumed without the limit, finishes that epoch in
+// the same order (constant rate: the schedule does not depend on the run's length).
+TEST(Checkpoint, MlpCutByTheStepLimitAndExtendedEqualsUninterrupted) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  TrainConfig config = small_mlp();
+  config.schedule = "constant";
+  const TrainResult whole = Trainer(config).run();
+
+  const std::filesystem::path path = temp_path("extended.safetensors");
+  TrainConfig limited = config;
+  limited.steps = 7;  // in the second epoch
+  Trainer first(limited);
+  const TrainResult part = first.run();
+  ASSERT_EQ(part.steps, 7);
+  EXPECT_EQ(part.evals.size(), 2u);  // the first epoch's, and the run's end
+  EXPECT_EQ(first.position().epoch, 1);
+  EXPECT_EQ(first.position().next_batch, 2);
+  save_checkpoint(first, path);
+  const Checkpoint saved = read_checkpoint(path);
+  std::filesystem::remove(path);
+  TrainConfig extended = saved.config;
+  extended.steps = 0;
+  Trainer resumed(extended);
+  restore_checkpoint(resumed, saved);
+  const TrainResult rest = resumed.run();
+  ASSERT_EQ(rest.losses.size() + 7, whole.losses.size());
+  for (std::size_t i = 0; i < rest.losses.size(); ++i) {
+    EXPECT_EQ(rest.losses[i], whole.losses[7 + i]) << "step " << 8 + i;
+  }
+  EXPECT_EQ(rest.evals.back().loss, whole.evals.back().loss);
+}
+
 TEST(Checkpoint, GptResumedEqualsUninterrupted) {
   if (data::default_corpus_paths().empty()) GTEST_SKIP() << "no license texts to train on";
   expect_resume_equals_uninterrupted(small_gpt(), 4, Mode::Eager);
