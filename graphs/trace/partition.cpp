@@ -67,10 +67,11 @@ void copy_live(const Graph& source, const std::vector<bool>& live, std::int32_t 
   }
 }
 
-// Constants that some node of `graph` writes in place.
-std::vector<bool> written_constants(const Graph& graph) {
+// Constants that some node of `graph` in [begin, end) writes in place.
+std::vector<bool> written_constants(const Graph& graph, std::int32_t begin, std::int32_t end) {
   std::vector<bool> written(graph.constants().size(), false);
-  for (const Node& node : graph.nodes()) {
+  for (std::int32_t n = begin; n < end; ++n) {
+    const Node& node = graph.nodes()[static_cast<std::size_t>(n)];
     if (!node.in_place) continue;
     const Value& memory = graph.value(graph.root(node.inputs[0]));
     if (memory.origin == ValueOrigin::Constant) {
@@ -109,7 +110,10 @@ Partition partition_joint(const Graph& joint, std::size_t num_inputs, std::size_
   GROVE_INTERNAL_ASSERT(num_inputs <= joint.inputs().size() &&
                             num_outputs <= joint.outputs().size() && forward_end <= num_nodes,
                         "partition_joint: the split does not fit the graph");
-  const std::vector<bool> constant_written = written_constants(joint);
+  // A constant the forward writes is saved as the forward left it. One only the backward writes
+  // (a slice's gradient buffer, zeros() then a copy into part of it) is the backward's own: its
+  // graph gets the snapshot and the interpreter writes a fresh copy of it on every run.
+  const std::vector<bool> constant_written = written_constants(joint, 0, forward_end);
   auto forward_defined = [&](ValueId id) {
     const Value& v = joint.value(id);
     switch (v.origin) {

@@ -7,6 +7,8 @@
 
 #include "autograd/autograd.h"
 #include "compile_test_util.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 
 namespace grove::graphs {
@@ -69,6 +71,33 @@ TEST_F(CompileStep, GradientAccumulationOverMicroBatchesEqualsEager) {
     // replayed by the other ten pairs.
     EXPECT_EQ(counters.recordings, 2u);
     EXPECT_EQ(counters.replays, 20u);
+  });
+}
+
+// Attention splits one projection into q, k and v (chunk: three slices). Each slice's backward
+// makes a zeros buffer and copies its gradient into part of it: a constant the backward writes,
+// which must stay in the backward graph (it once became a forward output the tree manager
+// refused: "neither allocated by the function nor one of its inputs").
+TEST_F(CompileStep, SlicesOfAProductGetTheirGradientsThroughACompiledBackward) {
+  on_fresh_thread([] {
+    const Tensor w = parameter({12, 8}, 91);
+    auto loss_of = [&](const TensorList& in) {
+      const std::vector<Tensor> parts = chunk(linear(in[0], w), 3, 1);  // 3 x (6, 4)
+      return TensorList{sum(parts[0] * parts[1] + parts[2])};
+    };
+    CompiledFunction compiled = compile(loss_of, quiet());
+    for (int step = 0; step < 4; ++step) {
+      const Tensor x = input({6, 8}, 300 + step);
+      w.set_grad({});
+      loss_of(TensorList{x})[0].backward();
+      const Tensor eager = w.grad().clone();
+      w.set_grad({});
+      compiled(TensorList{x})[0].backward();
+      expect_equal(eager, w.grad(), "grad at step " + std::to_string(step));
+    }
+    const TreeCounters& counters = tree_manager(kTestDevice).counters();
+    EXPECT_EQ(counters.eager_fallbacks, 0u);
+    EXPECT_GE(counters.replays, 2u);
   });
 }
 
