@@ -18,10 +18,11 @@
 // Run: ./build/bench/compile_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 // Measured 2026-11-25 (medians of 5, --benchmark_min_time=0.2):
 //   H100 host, cuda(0):  compiled MLP step 77.9 us, hand-written 77.2 (1.01x; three runs
-//                        1.005-1.014x); whole step eager 224-305, compiled 112, captured 97.8 us
-//                        (1.15x; 105 vs 97.5, 1.08x, before gradients the step makes were copied
-//                        into buffers of their own: the zero_grad-first step pays a clone and a
-//                        copy per gradient inside the graph, and the call's two stream waits)
+//                        1.005-1.014x); whole step eager 212-300, compiled 105, captured 97.7 us
+//                        (1.07x, after the interpreter's copy elision and declared mutated
+//                        inputs; 112 before: the zero_grad-first step copies each gradient it
+//                        makes into a buffer of its own inside the graph, and a call adds two
+//                        stream waits)
 //   H100 host, CPU stream: compiled MLP step 0.95-1.07 ms, hand-written 0.68-0.86 ms (1.11-1.40x,
 //                        noisy); whole step compiled 1.54 ms, captured 1.54 ms, eager 1.17 ms
 //   2-core build machine, CPU stream: compiled MLP step 548 us, hand-written 536 (1.02x); whole
