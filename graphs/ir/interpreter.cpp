@@ -123,6 +123,13 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
   check_arguments(graph_, inputs, graph_.inputs(), "inputs");
   check_arguments(graph_, statics, graph_.statics(), "static inputs");
   std::vector<Tensor> env(graph_.values().size());
+  // The scratch handles are dropped on every way out, a failed op's included (an out of memory
+  // in a warm-up or a recording): kept until the next run, they would hold that run's inputs,
+  // blocks of a graph pool, which the tree manager then finds held by no output it knows of.
+  struct DropScratch {
+    std::vector<Tensor>& scratch;
+    ~DropScratch() { scratch.clear(); }
+  } drop_scratch{scratch_};
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     env[static_cast<std::size_t>(graph_.inputs()[i])] = inputs[i];
   }
@@ -179,7 +186,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
       }
     }
   }
-  scratch_.clear();
+  scratch_.clear();  // before the results are gathered, as the guard would only after
   std::vector<Tensor> results;
   results.reserve(graph_.outputs().size());
   for (const ValueId output : graph_.outputs()) {
