@@ -75,7 +75,10 @@ struct CachingAllocator::Impl {
   Block* new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
                      bool small);
   void* try_allocate_segment(std::size_t segment_size);
-  [[noreturn]] void throw_out_of_memory(std::size_t requested, std::size_t segment_size);
+  bool capture_underway() const;  // a routed stream is capturing a graph
+  // `pool`: the pool the allocation was for (named in the message when private).
+  [[noreturn]] void throw_out_of_memory(std::size_t requested, std::size_t segment_size,
+                                        const Pool* pool);
   void free_pointer(void* ptr, bool from_deleter);
   void free_block(Block* block);
   void process_events();

@@ -122,7 +122,7 @@ void* Impl::allocate(std::size_t nbytes, Stream stream) {
   // Rounding a request this close to SIZE_MAX up to a block or segment size would wrap around
   // to a small size; no device has that much memory anyway.
   if (nbytes > std::numeric_limits<std::size_t>::max() - CachingAllocator::kRoundLarge) {
-    throw_out_of_memory(nbytes, /*segment_size=*/0);
+    throw_out_of_memory(nbytes, /*segment_size=*/0, pool_for(stream));
   }
   if (!pending_frees.empty()) process_events();
   const std::size_t size = round_size(nbytes);
@@ -182,12 +182,16 @@ void Impl::split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin) {
 Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
                          bool small) {
   void* ptr = try_allocate_segment(segment_size);
-  if (ptr == nullptr) {
-    // Out of memory: give back what is cached and try once more.
+  if (ptr == nullptr && !capture_underway()) {
+    // Out of memory: give back what is cached and try once more. Not while a graph captures
+    // on this device: freeing a segment (cudaFree) synchronises the device, which a capture
+    // forbids (it would end the capture with an error that hides the out of memory), so a
+    // capture that runs out reports it at once (Note [Out of memory in graphed mode] in
+    // graphs/tree_manager.h).
     release_free_segments(/*private_pools_too=*/false);
     ptr = try_allocate_segment(segment_size);
   }
-  if (ptr == nullptr) throw_out_of_memory(requested, segment_size);
+  if (ptr == nullptr) throw_out_of_memory(requested, segment_size, pool);
   auto* block = new Block;
   block->ptr = ptr;
   block->size = segment_size;
@@ -203,20 +207,51 @@ Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream
   return block;
 }
 
-void Impl::throw_out_of_memory(std::size_t requested, std::size_t segment_size) {
+// The message names the numbers a user needs to decide what to free: the request, the device's
+// allocated and reserved bytes and the limit, and, for an allocation into a private pool (a
+// graph's capture or warm-up), that pool's own memory, which only releasing its graphs gives
+// back (Note [Private pools during capture]).
+void Impl::throw_out_of_memory(std::size_t requested, std::size_t segment_size, const Pool* pool) {
   ++stats.num_ooms;
   const std::string limit = memory_limit == 0 ? std::string("none") : format_bytes(memory_limit);
   const std::string segment = segment_size == 0
                                   ? std::string("more than any segment can hold")
                                   : str("needing a new segment of ", format_bytes(segment_size));
+  std::string into_pool;
+  if (pool != nullptr && pool->id.is_private()) {
+    std::size_t pool_reserved = 0, pool_allocated = 0;
+    for (const auto& [address, first] : segments) {
+      if (first->pool != pool) continue;
+      for (const Block* block = first; block != nullptr; block = block->next) {
+        pool_reserved += block->size;
+        if (block->state != BlockState::Free) pool_allocated += block->size;
+      }
+    }
+    into_pool = str(" into private ", pool->id, " (graph memory: ", pool->num_segments,
+                    " segments, ", format_bytes(pool_reserved), " reserved, ",
+                    format_bytes(pool_allocated), " of it allocated)");
+  }
+  const std::string during_capture =
+      capture_underway() ? " during a graph capture, which keeps cached memory (a capture may "
+                           "not free it: empty_cache() before recording gives it back)"
+                         : "";
   GROVE_THROW(OutOfMemoryError, "out of memory on ", device, ": tried to allocate ",
-              format_bytes(requested), " (", requested, " bytes, ", segment, "); ",
-              format_bytes(stats.allocated_bytes), " allocated, ",
+              format_bytes(requested), " (", requested, " bytes, ", segment, ")", into_pool,
+              during_capture, "; ", format_bytes(stats.allocated_bytes), " allocated, ",
               format_bytes(stats.reserved_bytes), " reserved, of which ",
               format_bytes(stats.private_pool_bytes),
               " are held by private pools (graph memory); reserved limit: ", limit,
-              ". Free tensors you no longer need, release graphs you no longer replay, or "
-              "raise the limit.");
+              ". Free tensors you no longer need, release graphs you no longer replay (a "
+              "private pool keeps its memory while its graphs may replay), or raise the limit.");
+}
+
+bool Impl::capture_underway() const {
+  // Every capture routes its stream to a private pool (DeviceGraph::begin_capture), so the
+  // routed streams are the only ones that may be capturing.
+  for (const Route& route : routes) {
+    if (is_capturing(route.stream)) return true;
+  }
+  return false;
 }
 
 void* Impl::try_allocate_segment(std::size_t segment_size) {
