@@ -72,7 +72,14 @@ GraphNode::GraphNode(std::int64_t id, const FunctionInfo* function, GraphNode* p
     try {
       outputs = function->wrapped->callable(recording_inputs);
     } catch (...) {
-      graph_->end_capture();
+      // End the capture (the stream must not stay capturing, nor routed to the pool), but
+      // report the function's error: ending an invalidated CUDA capture fails too, and that
+      // error would hide the cause (an out of memory, a host read).
+      try {
+        graph_->end_capture();
+      } catch (const Error&) {
+        GROVE_INTERNAL_ASSERT(!graph_->is_capturing(), "a failed capture could not be ended");
+      }
       throw;
     }
     graph_->end_capture();

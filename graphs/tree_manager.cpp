@@ -282,9 +282,12 @@ TensorList TreeManager::warm_up(FunctionInfo& function, const TensorList& inputs
   auto node = std::make_unique<WarmupNode>(next_warmup_id_--, &function, current_);
   TensorList outputs;
   ProducerScope producers;  // Note [Which op made an output]
-  {
+  try {
     PoolAllocationScope scope(stream_, pool_);
     outputs = function.wrapped->callable(inputs);
+  } catch (const OutOfMemoryError& error) {
+    // Nothing changed yet: the node was never added (Note [Out of memory in graphed mode]).
+    rethrow_out_of_memory(error, "warming up", function);
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const int index = static_cast<int>(i);
@@ -326,6 +329,10 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
   try {
     node = std::make_unique<GraphNode>(next_graph_id_, &function, parent, inputs,
                                        RecordContext{device_, stream_, pool_}, outputs);
+  } catch (const OutOfMemoryError& error) {
+    // Not a reason to stop recording this function: see Note [Out of memory in graphed mode].
+    check_pool("after a recording that ran out of memory");
+    rethrow_out_of_memory(error, "recording", function);
   } catch (const Error& error) {
     // The function cannot be captured (a host read, a synchronisation, ...): remember that, so
     // later calls at this position run eagerly instead of failing again. The aborted capture ran

@@ -62,6 +62,23 @@
 // compiled function dies. The function's closure is destroyed then too. A handle destroyed on
 // another thread than the manager's is released at the manager's next call.
 //
+// Note [Out of memory in graphed mode]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A warm-up and a recording allocate in the manager's pool, and may run out of memory (a device
+// that is full, or CachingAllocator::set_memory_limit). That is not a reason to run the function
+// eagerly from then on (a capture failure is), so the manager does not fall back: it throws the
+// OutOfMemoryError again, its message extended with what was being done, to which function, and
+// what the pool holds (its segments, reserved and allocated bytes). A failed call changes
+// nothing the next call depends on: no node is added, the path, its state and its live outputs
+// are as they were before the call (a recording after replays keeps the checkpoint it restored,
+// which is the pool's true state), the aborted capture is ended, and the blocks the call took
+// went back to the pool when its tensors died. So once memory is free again (tensors dropped, the
+// limit raised), the next call warms up or records as the failed one would have. The pool keeps
+// the segments it grew, as it keeps them after any call; they are given back with the pool.
+// A replay allocates nothing (its memory was laid out by the recording), so it cannot run out;
+// the eager work around it (a compiled function's gradients, an optimizer's step) allocates
+// outside the pool and reports out of memory as eager code does.
+//
 // Capture failures: a function whose recording throws (a host read or a synchronisation while
 // capturing, say) runs its body twice on that call: once inside the aborted capture, where its
 // kernels are recorded but never run and its allocations go back to the pool, and once eagerly,
@@ -181,6 +198,10 @@ class TreeManager {
                          const Fallback& fallback, const TensorList& inputs);
   // See Note [Checkpointing a private pool]; `why` is for the explain line.
   void apply_checkpoint(const std::string& why);
+  // See Note [Out of memory in graphed mode]: `error` again, naming the call and the pool.
+  [[noreturn]] void rethrow_out_of_memory(const OutOfMemoryError& error, const char* doing,
+                                          const FunctionInfo& function) const;
+  std::string describe_pool() const;  // "pool 3: 2 segments, 4.00 MiB reserved, ..."
 
   // Why this call must run eagerly before anything else is decided, if it must.
   std::optional<Fallback> eager_fallback(FunctionInfo& function, const TensorList& inputs);

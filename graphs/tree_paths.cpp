@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/format.h"
 #include "graphs/explain.h"
 #include "graphs/generation.h"
 #include "graphs/tree_manager.h"
@@ -142,6 +143,27 @@ void TreeManager::apply_checkpoint(const std::string& why) {
                 ", because ", why));
   }
   check_pool("after restoring a checkpoint");
+}
+
+std::string TreeManager::describe_pool() const {
+  std::size_t segments = 0, reserved = 0, allocated = 0;
+  for (const SegmentInfo& segment : allocator_for(device_).snapshot(pool_)) {
+    ++segments;
+    reserved += segment.size;
+    for (const BlockInfo& block : segment.blocks) allocated += block.allocated ? block.size : 0;
+  }
+  return str(pool_, ": ", segments, " segments, ", format_bytes(reserved), " reserved, ",
+             format_bytes(allocated), " of it allocated to live outputs");
+}
+
+void TreeManager::rethrow_out_of_memory(const OutOfMemoryError& error, const char* doing,
+                                        const FunctionInfo& function) const {
+  GROVE_THROW(OutOfMemoryError, error.message(), "\n  while ", doing, " graphed function '",
+              function.label(), "' in the graph pool of the ", device_, " tree manager (",
+              describe_pool(), "; ", num_graph_nodes(),
+              " recorded graphs share it). The manager is as it was before this call: call "
+              "again once memory is free. Graph pools keep their memory while their graphs may "
+              "replay; dropping compiled functions you no longer call gives theirs back.");
 }
 
 void TreeManager::check_pool(const char* when) const {
