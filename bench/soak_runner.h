@@ -280,7 +280,10 @@ constexpr std::size_t kHostHeapNoiseBytes = 32 << 10;
 
 // What grew from one sample to a later one, "" if nothing did: every memory figure must be
 // equal (the host heap within kHostHeapNoiseBytes), and nothing recorded, warmed up, traced or
-// run eagerly again.
+// run eagerly again. The number of free blocks is not among them: how free space is split
+// between the live blocks can change without a byte more reserved or allocated (seen once on
+// CUDA, gpt in graphed mode: 344 -> 345 blocks between steps 100 and 1,000, then steady);
+// free_layout_changed() tells of it. On the CPU it is exactly steady (the soak test checks).
 inline std::string growth(const MemoryFigures& from, const MemoryFigures& to) {
   std::string text;
   auto compare = [&](const char* name, auto a, auto b) {
@@ -290,12 +293,10 @@ inline std::string growth(const MemoryFigures& from, const MemoryFigures& to) {
   compare("reserved", from.reserved_bytes, to.reserved_bytes);
   compare("private pools", from.private_pool_bytes, to.private_pool_bytes);
   compare("segments", from.segments, to.segments);
-  compare("blocks", from.blocks, to.blocks);
   compare("allocated blocks", from.allocated_blocks, to.allocated_blocks);
   compare("segment allocations", from.num_segment_allocations, to.num_segment_allocations);
   compare("graph pool", from.graph_pool_bytes, to.graph_pool_bytes);
   compare("pool segments", from.pool_segments, to.pool_segments);
-  compare("pool blocks", from.pool_blocks, to.pool_blocks);
   compare("graph nodes", from.graph_nodes, to.graph_nodes);
   compare("warm-ups", from.warmups, to.warmups);
   compare("recordings", from.recordings, to.recordings);
@@ -308,6 +309,10 @@ inline std::string growth(const MemoryFigures& from, const MemoryFigures& to) {
     compare("host heap", from.host_heap_bytes, to.host_heap_bytes);
   }
   return text;
+}
+
+inline bool free_layout_changed(const MemoryFigures& from, const MemoryFigures& to) {
+  return from.blocks != to.blocks || from.pool_blocks != to.pool_blocks;
 }
 
 // The samples as a table, one row per sample.
