@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "ops/attributes.h"
+#include "ops/collective.h"
 
 namespace grove::ops {
 namespace {
@@ -125,6 +126,19 @@ std::string describe_attributes(OpKind kind, const OpAttributes& a) {
       return RandintAttributes::from(a).describe();
     case OpKind::Dropout:
       return DropoutAttributes::from(a).describe();
+    // Collectives (ops/collective.cpp): ints = {group, reduce op or root}.
+    case OpKind::AllReduce:
+    case OpKind::Broadcast:
+    case OpKind::AllGather: {
+      if (a.ints.size() != 2) return "";
+      std::string text = "group=" + std::to_string(a.ints[0]);
+      if (kind == OpKind::AllReduce) {
+        text += ", op=" + std::string(reduce_op_name(static_cast<ReduceOp>(a.ints[1])));
+      } else if (kind == OpKind::Broadcast) {
+        text += ", root=" + std::to_string(a.ints[1]);
+      }
+      return text;
+    }
     case OpKind::Count:
       break;
   }

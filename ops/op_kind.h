@@ -65,7 +65,9 @@ namespace grove::ops {
   /* shape.h: shape ops that copy */                                                        \
   X(Cat, "cat") X(Tril, "tril") X(Triu, "triu") X(OneHot, "one_hot")                        \
   /* random.h */                                                                            \
-  X(Rand, "rand") X(Randn, "randn") X(Randint, "randint") X(Dropout, "dropout")
+  X(Rand, "rand") X(Randn, "randn") X(Randint, "randint") X(Dropout, "dropout")           \
+  /* collective.h: across the processes of a group */                                       \
+  X(AllReduce, "all_reduce_") X(Broadcast, "broadcast_") X(AllGather, "all_gather")
 // clang-format on
 
 enum class OpKind : std::uint16_t {

@@ -38,5 +38,6 @@ std::span<const OpEntry> conv_entries();
 std::span<const OpEntry> pool_entries();
 std::span<const OpEntry> shape_entries();
 std::span<const OpEntry> random_entries();
+std::span<const OpEntry> collective_entries();
 
 }  // namespace grove::ops

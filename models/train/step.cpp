@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "models/optim/clip.h"
+#include "ops/collective.h"
 #include "ops/softmax.h"
 
 namespace grove::train {
@@ -19,9 +20,11 @@ Tensor batch_loss(nn::Module& model, const Tensor& inputs, const Tensor& targets
   return ops::cross_entropy(logits, targets);  // logits (B, classes), targets (B)
 }
 
-TrainStep::TrainStep(nn::Module& model, optim::Optimizer& optimizer, const TrainConfig& config)
+TrainStep::TrainStep(nn::Module& model, optim::Optimizer& optimizer, const TrainConfig& config,
+                     nn::DistributedDataParallel* ddp)
     : model_(model),
       optimizer_(optimizer),
+      ddp_(ddp),
       clip_grad_norm_(config.clip_grad_norm),
       mode_(config.mode) {
   if (mode_ == Mode::Graphed) {
@@ -37,6 +40,7 @@ graphs::TensorList TrainStep::run_eagerly(const graphs::TensorList& batch) {
   optimizer_.zero_grad(/*set_to_none=*/true);
   const Tensor loss = batch_loss(model_, batch[0], batch[1]);
   loss.backward();
+  if (ddp_ != nullptr) ddp_->finish_gradient_sync();  // the gradients are the ranks' mean now
   if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
   optimizer_.step();
   return {loss.detach()};
@@ -65,9 +69,13 @@ bool LossLog::record(const Tensor& loss) {
   return count_ == slots_.size(0);
 }
 
-std::vector<double> LossLog::read() {
+std::vector<double> LossLog::read(int group) {
   std::vector<double> losses;
   if (count_ == 0) return losses;
+  if (group >= 0) {
+    autograd::NoGradGuard no_grad;
+    ops::all_reduce_(slots_.narrow(0, 0, count_), ops::ReduceOp::kMean, group);
+  }
   const std::vector<float> values = slots_.narrow(0, 0, count_).to(kCPU).to_vector<float>();
   losses.assign(values.begin(), values.end());
   count_ = 0;

@@ -23,6 +23,7 @@
 
 #include "core/tensor.h"
 #include "graphs/compile/compile.h"
+#include "models/nn/distributed.h"
 #include "models/nn/module.h"
 #include "models/optim/optimizer.h"
 #include "models/train/config.h"
@@ -35,7 +36,10 @@ Tensor batch_loss(nn::Module& model, const Tensor& inputs, const Tensor& targets
 
 class TrainStep {
  public:
-  TrainStep(nn::Module& model, optim::Optimizer& optimizer, const TrainConfig& config);
+  // With `ddp` (data-parallel training; it must wrap `model`), the step averages the gradients
+  // across the ranks before clipping and the update (ddp->finish_gradient_sync()).
+  TrainStep(nn::Module& model, optim::Optimizer& optimizer, const TrainConfig& config,
+            nn::DistributedDataParallel* ddp = nullptr);
   // Runs one step on a batch on the model's device; returns the loss (a one-element tensor on
   // the device; in graphed mode memory the next call overwrites: read or copy it before then).
   Tensor operator()(const Tensor& inputs, const Tensor& targets);
@@ -47,6 +51,7 @@ class TrainStep {
 
   nn::Module& model_;
   optim::Optimizer& optimizer_;
+  nn::DistributedDataParallel* ddp_ = nullptr;
   double clip_grad_norm_ = 0.0;
   Mode mode_ = Mode::Eager;
   graphs::CompiledFunction compiled_;
@@ -59,8 +64,10 @@ class LossLog {
   // must be read (read()) before the next record.
   bool record(const Tensor& loss);
   // The losses recorded since the last read, in order, as doubles (waits for the device);
-  // empties the log.
-  std::vector<double> read();
+  // empties the log. With a process group (`group` >= 0, data-parallel training), each loss is
+  // first averaged across the ranks (one all-reduce for the whole window), so every rank reads
+  // the loss of the global batch; every rank must then read at the same steps.
+  std::vector<double> read(int group = -1);
   std::int64_t pending() const { return count_; }
 
  private:

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "dist/process_group.h"
+#include "ops/collective.h"
 #include "models/optim/adamw.h"
 #include "models/optim/sgd.h"
 #include "models/zoo/zoo.h"
@@ -60,6 +63,12 @@ double TrainResult::median_step_ms() const {
 
 Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   config_.validate();
+  if (dist::is_initialized() && dist::default_process_group().world_size() > 1) {
+    const dist::ProcessGroup& group = dist::default_process_group();
+    group_ = group.id();
+    rank_ = group.rank();
+    world_size_ = group.world_size();
+  }
   if (config_.read_every == 0) config_.read_every = config_.device.is_cpu() ? 1 : 50;
 
   // Data first: a missing dataset is the likeliest error, and it should come before any work.
@@ -79,11 +88,22 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
                                           config_.train_limit > 0 ? config_.train_limit : -1);
     test_set_ = data::load_fashion_mnist(dir, data::Split::Test,
                                          config_.test_limit > 0 ? config_.test_limit : -1);
-    GROVE_CHECK(config_.batch_size <= train_set_.size(), "batch size ", config_.batch_size,
+    const std::int64_t global_batch = config_.batch_size * world_size_;
+    GROVE_CHECK(global_batch <= train_set_.size(), "batch size ", config_.batch_size,
+                world_size_ > 1 ? " times " + std::to_string(world_size_) + " ranks" : "",
                 " is larger than the training set (", train_set_.size(),
-                " samples); use a batch size of at most ", train_set_.size());
+                " samples); use a batch size of at most ", train_set_.size() / world_size_);
     data::LoaderOptions options;
-    options.batch_size = config_.batch_size;
+    options.batch_size = global_batch;
+    if (world_size_ > 1) {
+      // Each rank copies only its rows of the global batch to the device (a view of the
+      // assembled batch); see the data-parallel paragraph in trainer.h.
+      options.drop_last = true;
+      options.transform = [this](data::Batch& batch) {
+        batch.inputs = shard(batch.inputs);
+        batch.targets = shard(batch.targets);
+      };
+    }
     options.seed = config_.seed;
     options.device = config_.device;
     loader_ = std::make_unique<data::DataLoader>(train_set_.images, train_set_.labels, options);
@@ -95,9 +115,14 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   model_ = zoo::make_model(config_.model);
   model_->to(config_.device);
   model_->train();
+  if (world_size_ > 1) {
+    nn::DdpOptions ddp_options;
+    ddp_options.group = group_;
+    ddp_ = std::make_unique<nn::DistributedDataParallel>(model_, ddp_options);
+  }
   optimizer_ = make_optimizer(config_, model_->parameters());
   schedule_ = make_schedule(config_, total_steps());
-  step_ = std::make_unique<TrainStep>(*model_, *optimizer_, config_);
+  step_ = std::make_unique<TrainStep>(*model_, *optimizer_, config_, ddp_.get());
   // No more slots than steps (a huge --read-every would only take device memory).
   loss_log_ = std::make_unique<LossLog>(
       config_.device, std::min(config_.read_every, std::max<std::int64_t>(total_steps(), 1)));
@@ -172,7 +197,7 @@ void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) 
       GROVE_INTERNAL_ASSERT(batch.has_value() && batch->index == next_batch_);
       take_step(batch->inputs, batch->targets, epoch_, batch->index, result, callbacks);
       ++next_batch_;
-      stop = callbacks.should_stop && callbacks.should_stop();
+      stop = stop_requested(callbacks);
     }
     flush_reports(result, callbacks);
     const bool epoch_done = next_batch_ == batches_per_epoch();
@@ -191,15 +216,18 @@ void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) 
 void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
   const std::int64_t block = gpt_block();
   while (steps_done_ < config_.steps) {
-    data::Windows windows =
-        data::sample_windows(corpus_.train, config_.batch_size, block, window_generator_);
+    // The global batch's windows, drawn as one process would; this rank keeps its rows.
+    data::Windows windows = data::sample_windows(corpus_.train, config_.batch_size * world_size_,
+                                                 block, window_generator_);
+    windows.inputs = shard(windows.inputs);
+    windows.targets = shard(windows.targets);
     if (!config_.device.is_cpu()) {
       // Pinned host memory and non-blocking copies: the host goes on queueing work.
       windows.inputs = windows.inputs.pin_memory().to(config_.device, /*non_blocking=*/true);
       windows.targets = windows.targets.pin_memory().to(config_.device, /*non_blocking=*/true);
     }
     take_step(windows.inputs, windows.targets, 0, steps_done_, result, callbacks);
-    const bool stop = callbacks.should_stop && callbacks.should_stop();
+    const bool stop = stop_requested(callbacks);
     const bool evaluation_due =
         steps_done_ % config_.eval_every == 0 || steps_done_ == config_.steps;
     if (stop || evaluation_due) flush_reports(result, callbacks);
@@ -218,13 +246,13 @@ void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_
   const bool full = loss_log_->record(loss);
 
   ++steps_done_;
-  samples_done_ += inputs.size(0);
+  samples_done_ += inputs.size(0) * world_size_;  // the job's samples
   report.step = steps_done_;
   report.total_steps = total_steps();
   report.epoch = epoch;
   report.batch = batch;
   report.batches_per_epoch = batches_per_epoch();
-  report.samples = inputs.size(0);
+  report.samples = inputs.size(0) * world_size_;
   pending_.push_back(report);
   const bool save_due =
       callbacks.save && callbacks.save_every > 0 && steps_done_ % callbacks.save_every == 0;
@@ -234,7 +262,8 @@ void Trainer::take_step(const Tensor& inputs, const Tensor& targets, std::int64_
 
 void Trainer::flush_reports(TrainResult& result, const Callbacks& callbacks) {
   if (pending_.empty()) return;
-  const std::vector<double> losses = loss_log_->read();  // waits for the window's steps
+  // Waits for the window's steps; the global batch's losses in a data-parallel job.
+  const std::vector<double> losses = loss_log_->read(group_);
   GROVE_INTERNAL_ASSERT(losses.size() == pending_.size());
   const double window_seconds = seconds_since(window_start_);
   step_seconds_ += window_seconds;
@@ -247,6 +276,23 @@ void Trainer::flush_reports(TrainResult& result, const Callbacks& callbacks) {
     if (callbacks.on_step) callbacks.on_step(pending_[i]);
   }
   pending_.clear();
+}
+
+bool Trainer::stop_requested(const Callbacks& callbacks) {
+  const bool local = callbacks.should_stop && callbacks.should_stop();
+  if (world_size_ == 1) return local;
+  // Every rank must stop after the same step, or the others would wait in their collectives for
+  // it: ranks agree (a max over the CPU engine) at steps every rank recognises.
+  if (steps_done_ % config_.read_every != 0) return false;
+  autograd::NoGradGuard no_grad;
+  const Tensor flag = full({1}, Scalar(local ? 1 : 0), DType::Int32);
+  ops::all_reduce_(flag, ops::ReduceOp::kMax, group_);
+  return flag.to_vector<std::int32_t>()[0] != 0;
+}
+
+Tensor Trainer::shard(const Tensor& global) const {
+  if (world_size_ == 1) return global;
+  return global.narrow(0, rank_ * config_.batch_size, config_.batch_size);
 }
 
 void Trainer::record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks) {

@@ -19,6 +19,17 @@
 // steps (see LossLog in models/train/step.h), and each report carries its own step's figures.
 // Evaluation runs eagerly in both modes, under no-grad with the model in eval mode.
 //
+// Data-parallel training: when the default process group (dist/process_group.h) has more than
+// one rank, the Trainer wraps the model in DistributedDataParallel and each step trains on this
+// rank's shard: the job's global batch is world_size x batch_size samples, drawn exactly as one
+// process would draw a batch of that size, and rank r takes rows [r * batch_size, (r + 1) *
+// batch_size) of it. So a job of N ranks follows the same data as one process with N times the
+// batch, and gives its results up to float rounding. The last, partial global batch of an epoch
+// is dropped (every rank needs a full shard). Reported losses are the global batch's (averaged
+// across ranks when read), and a stop request (Ctrl-C) takes effect when every rank agrees on it,
+// at the next step whose number is a multiple of read_every. Every rank evaluates the whole test
+// set (rank 0 reports it).
+//
 // Blocks the calling thread; not thread-safe. Errors (bad config, missing data) are
 // grove::Errors thrown by the constructor, before any training.
 #pragma once
@@ -37,6 +48,7 @@
 #include "models/data/fashion_mnist.h"
 #include "models/data/loader.h"
 #include "models/data/text_corpus.h"
+#include "models/nn/distributed.h"
 #include "models/nn/module.h"
 #include "models/optim/optimizer.h"
 #include "models/optim/schedule.h"
@@ -134,6 +146,9 @@ class Trainer {
   graphs::CompileStats compile_stats() const { return step_->compile_stats(); }
   // gpt: the text it trains on (empty for mlp and cnn).
   const data::TextCorpus& corpus() const { return corpus_; }
+  // Data-parallel training: this process's rank and the number of ranks (0 and 1 alone).
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
 
  private:
   void train_classifier(const Callbacks& callbacks, TrainResult& result);
@@ -142,6 +157,10 @@ class Trainer {
   void take_step(const Tensor& inputs, const Tensor& targets, std::int64_t epoch,
                  std::int64_t batch, TrainResult& result, const Callbacks& callbacks);
   void flush_reports(TrainResult& result, const Callbacks& callbacks);
+  // Whether to stop after this step: should_stop, agreed by every rank in a data-parallel job.
+  bool stop_requested(const Callbacks& callbacks);
+  // This rank's rows of a global batch (all of it when training alone).
+  Tensor shard(const Tensor& global) const;
   void record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks);
   // gpt: draws the validation windows every evaluation uses (models/train/evaluate.cpp).
   void prepare_gpt_evaluation();
@@ -153,6 +172,10 @@ class Trainer {
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
+  std::unique_ptr<nn::DistributedDataParallel> ddp_;  // data-parallel training only
+  int group_ = -1;                                      // the process group's id, or -1
+  int rank_ = 0;
+  int world_size_ = 1;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<LossLog> loss_log_;
   std::vector<StepReport> pending_;

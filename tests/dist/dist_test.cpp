@@ -1,0 +1,189 @@
+// Data parallelism on the CPU with Gloo over the loopback: the rendezvous store in one process,
+// then jobs of 1, 2 and 4 processes of tests/dist/dist_worker started through dist::launch_local
+// (the launcher `grove train --nproc` uses): every collective and dtype, a rank killed mid-run,
+// and DistributedDataParallel training that must equal one process on the global batch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "core/error.h"
+#include "dist/launch.h"
+#include "dist/process_group.h"
+#include "dist/tcp_store.h"
+
+namespace grove::dist {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+#define SKIP_WITHOUT_GLOO() \
+  if (!has_gloo()) GTEST_SKIP() << "this build has no Gloo (libgloo-dev)"
+
+std::string message_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& error) {
+    return error.message();
+  }
+  return "(no error)";
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() /
+                       ("grove_dist_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int run_job(int nproc, std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
+  LaunchOptions options;
+  options.nproc = nproc;
+  options.argv = {GROVE_DIST_WORKER};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.timeout = timeout;
+  options.grace = 5s;
+  return launch_local(options);
+}
+
+// --- the store, in one process (each thread a rank) ---
+
+TEST(TcpStore, SetGetAddAndWaitAcrossClients) {
+  TcpStore server("localhost", 0, 0, 2, /*serve=*/true, 5s);
+  TcpStore client("localhost", server.port(), 1, 2, /*serve=*/false, 5s);
+  server.set("key", {'a', 'b'});
+  EXPECT_EQ(client.get("key"), (std::vector<char>{'a', 'b'}));
+  EXPECT_FALSE(client.try_get("absent").has_value());
+  EXPECT_EQ(client.add("counter", 2), 2);
+  EXPECT_EQ(server.add("counter", 3), 5);
+  std::thread later([&] {
+    std::this_thread::sleep_for(50ms);
+    client.set("late", {'x'});
+  });
+  EXPECT_EQ(server.get("late"), std::vector<char>{'x'});
+  later.join();
+  EXPECT_EQ(server.describe_gone_ranks(), "");
+}
+
+TEST(TcpStore, WaitingPastTheTimeoutNamesTheKey) {
+  TcpStore server("localhost", 0, 0, 1, /*serve=*/true, 200ms);
+  const std::string message = message_of([&] { server.get("never"); });
+  EXPECT_NE(message.find("timed out after 200 ms waiting for 'never'"), std::string::npos)
+      << message;
+}
+
+TEST(TcpStore, AClientThatSaysGoodbyeCountsAsFinished) {
+  TcpStore server("localhost", 0, 0, 2, /*serve=*/true, 5s);
+  { TcpStore client("localhost", server.port(), 1, 2, /*serve=*/false, 5s); }
+  // The goodbye is answered before the client closes, so the mark is there now.
+  EXPECT_NE(server.describe_gone_ranks().find("rank 1 already finished"), std::string::npos);
+}
+
+TEST(TcpStore, NoServerMeansAClearErrorAfterTheTimeout) {
+  const int port = pick_free_port();
+  const std::string message =
+      message_of([&] { TcpStore client("localhost", port, 1, 2, /*serve=*/false, 300ms); });
+  EXPECT_NE(message.find("could not connect to the rendezvous store"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("is rank 0 running"), std::string::npos) << message;
+}
+
+TEST(ProcessGroupOptions, MalformedEnvironmentIsRefusedByName) {
+  ::setenv("GROVE_WORLD_SIZE", "two", 1);
+  EXPECT_NE(message_of([] { ProcessGroupOptions::from_environment(); }).find("GROVE_WORLD_SIZE"),
+            std::string::npos);
+  ::setenv("GROVE_WORLD_SIZE", "2", 1);
+  ::setenv("GROVE_RANK", "2", 1);
+  EXPECT_NE(message_of([] { ProcessGroupOptions::from_environment(); })
+                .find("expected GROVE_RANK in [0, GROVE_WORLD_SIZE = 2)"),
+            std::string::npos);
+  ::setenv("GROVE_RANK", "1", 1);
+  ::unsetenv("GROVE_MASTER_PORT");
+  EXPECT_NE(message_of([] { ProcessGroupOptions::from_environment(); })
+                .find("GROVE_MASTER_PORT is not set"),
+            std::string::npos);
+  ::unsetenv("GROVE_WORLD_SIZE");
+  ::unsetenv("GROVE_RANK");
+}
+
+// --- jobs of several processes ---
+
+class Collectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(Collectives, EveryCollectiveAndDtypeGivesTheExpectedValues) {
+  SKIP_WITHOUT_GLOO();
+  EXPECT_EQ(run_job(GetParam(), {"collectives"}), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, Collectives, ::testing::Values(1, 2, 4));
+
+TEST(DeadRank, TheOthersFailWithAnErrorNamingIt) {
+  SKIP_WITHOUT_GLOO();
+  const fs::path dir = fresh_dir("die");
+  const auto started = std::chrono::steady_clock::now();
+  const int status = run_job(3, {"die", dir.string()}, 20s);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_NE(status, 0);
+  for (int rank : {0, 1}) {
+    const std::string message = read_text(dir / ("rank" + std::to_string(rank) + ".txt"));
+    EXPECT_NE(message.find("rank 2 exited without finishing"), std::string::npos)
+        << "rank " << rank << ": " << message;
+  }
+  // The survivors notice the dead rank from their connections, well before the timeout.
+  EXPECT_LT(took, 20s);
+  fs::remove_all(dir);
+}
+
+std::vector<float> read_floats(const fs::path& path) {
+  const std::string bytes = read_text(path);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+class Ddp : public ::testing::TestWithParam<std::string> {};
+
+// 20 steps of SGD with momentum: two ranks on 8 images each give the parameters one process
+// gets on all 16. The mean of two shards' mean gradients equals the global mean gradient up to
+// float rounding (the sums are grouped differently), which 20 steps amplify only slightly: a
+// relative 1e-4 bounds it with room, while a missing or doubled reduction is off by far more.
+TEST_P(Ddp, TwoProcessesEqualOneOnTheGlobalBatch) {
+  SKIP_WITHOUT_GLOO();
+  const std::string mode = GetParam();
+  const fs::path dir = fresh_dir("ddp_" + mode);
+  ASSERT_EQ(run_job(1, {"ddp", dir.string(), mode, "20"}), 0);
+  ASSERT_EQ(run_job(2, {"ddp", dir.string(), mode, "20"}), 0);
+  const std::vector<float> one = read_floats(dir / ("params_w1_" + mode + ".bin"));
+  const std::vector<float> two = read_floats(dir / ("params_w2_" + mode + ".bin"));
+  ASSERT_EQ(one.size(), two.size());
+  ASSERT_GT(one.size(), 0u);
+  double worst = 0;
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::abs(one[i] - two[i])) /
+                                (1e-3 + std::abs(static_cast<double>(one[i]))));
+  }
+  EXPECT_LT(worst, 1e-4);
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Ddp, ::testing::Values("eager", "graphed"));
+
+}  // namespace
+}  // namespace grove::dist
