@@ -35,12 +35,12 @@ void write_frame(Socket& socket, std::uint8_t head, const std::string& key,
   const auto key_size = static_cast<std::uint32_t>(key.size());
   std::memcpy(out, &key_size, 4);
   out += 4;
-  std::memcpy(out, key.data(), key.size());
+  if (!key.empty()) std::memcpy(out, key.data(), key.size());
   out += key.size();
   const auto value_size = static_cast<std::uint32_t>(value.size());
   std::memcpy(out, &value_size, 4);
   out += 4;
-  std::memcpy(out, value.data(), value.size());
+  if (!value.empty()) std::memcpy(out, value.data(), value.size());
   socket.write_exact(frame.data(), frame.size(), deadline);
 }
 
@@ -50,7 +50,7 @@ void write_reply(Socket& socket, std::uint8_t status, const std::vector<char>& v
   frame[0] = static_cast<char>(status);
   const auto value_size = static_cast<std::uint32_t>(value.size());
   std::memcpy(frame.data() + 1, &value_size, 4);
-  std::memcpy(frame.data() + 5, value.data(), value.size());
+  if (!value.empty()) std::memcpy(frame.data() + 5, value.data(), value.size());
   socket.write_exact(frame.data(), frame.size(), deadline);
 }
 
