@@ -25,10 +25,18 @@ struct EvalFlags {
   CLI::App* command = nullptr;
 };
 
+// The flags' checks that need no file: the device exists, the count is positive.
+Device check_eval_flags(const EvalFlags& flags) {
+  GROVE_CHECK(flags.logits_count >= 1, "--logits-count: expected at least 1, got ",
+              flags.logits_count);
+  return parse_device(flags.device.empty() ? default_device_text() : flags.device);
+}
+
 int run_eval(const EvalFlags& flags) {
+  const Device device = check_eval_flags(flags);
   const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
   train::TrainConfig config = saved.config;
-  config.device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  config.device = device;
   config.mode = train::Mode::Eager;
   if (!flags.data.empty()) config.data = flags.data;
   train::Trainer trainer(config);
@@ -68,14 +76,19 @@ struct SampleFlags {
   std::uint64_t seed = 0;
 };
 
-int run_sample(const SampleFlags& flags) {
-  const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
-  GROVE_CHECK(saved.config.model == "gpt", "grove sample: ", flags.checkpoint, " holds a ",
-              saved.config.model, " model; sampling text needs a gpt checkpoint");
+// The flags' checks that need no file; returns the device.
+Device check_sample_flags(const SampleFlags& flags) {
   GROVE_CHECK(!flags.prompt.empty(), "--prompt: expected at least one character");
   GROVE_CHECK(flags.tokens >= 1, "--tokens: expected at least 1, got ", flags.tokens);
   GROVE_CHECK(flags.temperature >= 0, "--temperature: expected >= 0, got ", flags.temperature);
-  const Device device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  return parse_device(flags.device.empty() ? default_device_text() : flags.device);
+}
+
+int run_sample(const SampleFlags& flags) {
+  const Device device = check_sample_flags(flags);
+  const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
+  GROVE_CHECK(saved.config.model == "gpt", "grove sample: ", flags.checkpoint, " holds a ",
+              saved.config.model, " model; sampling text needs a gpt checkpoint");
   std::shared_ptr<nn::Module> model = zoo::make_model("gpt");
   model->load_state_dict(saved.model);
   model->to(device);
@@ -90,7 +103,7 @@ int run_sample(const SampleFlags& flags) {
 
 }  // namespace
 
-void add_eval_command(CLI::App& app) {
+void add_eval_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<EvalFlags>();
   CLI::App* command = app.add_subcommand("eval", "evaluate a checkpoint's model");
   command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train")->required();
@@ -101,10 +114,14 @@ void add_eval_command(CLI::App& app) {
                       "write the inputs and the model's logits (safetensors) of the first test "
                       "samples, to compare with another framework");
   command->add_option("--logits-count", flags->logits_count, "how many samples (256)");
-  command->callback([flags] { run_eval(*flags); });
+  if (on_parse == OnParse::CheckFlags) {
+    command->callback([flags] { check_eval_flags(*flags); });
+  } else {
+    command->callback([flags] { run_eval(*flags); });
+  }
 }
 
-void add_sample_command(CLI::App& app) {
+void add_sample_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<SampleFlags>();
   CLI::App* command = app.add_subcommand("sample", "generate text with a gpt checkpoint");
   command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train --model gpt")
@@ -114,7 +131,11 @@ void add_sample_command(CLI::App& app) {
   command->add_option("--temperature", flags->temperature, "0: always the likeliest (0.8)");
   command->add_option("--seed", flags->seed, "sampling seed (0)");
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
-  command->callback([flags] { run_sample(*flags); });
+  if (on_parse == OnParse::CheckFlags) {
+    command->callback([flags] { check_sample_flags(*flags); });
+  } else {
+    command->callback([flags] { run_sample(*flags); });
+  }
 }
 
 }  // namespace grove::program

@@ -13,13 +13,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"grove: train small models, eagerly or as device graphs", "grove"};
-  app.require_subcommand(1);
-  grove::program::add_train_command(app);
-  grove::program::add_eval_command(app);
-  grove::program::add_sample_command(app);
-  grove::program::add_plot_command(app);
-  grove::program::add_info_command(app);
-  grove::program::add_demo_command(app);
+  grove::program::add_commands(app);
   // A user's mistake (an unknown command, model or flag, a missing or bad value, missing data, a
   // device that is not there, a checkpoint that does not fit) ends with one line saying what is
   // wrong and exit code 2; --help exits 0; a run stopped by Ctrl-C exits 130.

@@ -16,7 +16,7 @@
 
 namespace grove::program {
 
-void add_plot_command(CLI::App& app) {
+void add_plot_command(CLI::App& app, OnParse on_parse) {
   auto csv = std::make_shared<std::string>();
   auto svg = std::make_shared<std::string>("curve.svg");
   auto title = std::make_shared<std::string>();
@@ -25,7 +25,10 @@ void add_plot_command(CLI::App& app) {
   command->add_option("metrics", *csv, "the CSV file")->required();
   command->add_option("-o,--output", *svg, "the SVG to write (curve.svg)");
   command->add_option("--title", *title, "the plot's title (default: the CSV's name)");
+  // The callback owns the flags' storage (CLI11 keeps references to it), so it is set in both
+  // modes; checking the flags is CLI11's alone.
   command->callback([=] {
+    if (on_parse == OnParse::CheckFlags) return;
     PlotOptions options;
     options.title = title->empty() ? std::filesystem::path(*csv).filename().string() : *title;
     write_plot(*csv, *svg, options);
@@ -33,9 +36,10 @@ void add_plot_command(CLI::App& app) {
   });
 }
 
-void add_info_command(CLI::App& app) {
+void add_info_command(CLI::App& app, OnParse on_parse) {
   CLI::App* command =
       app.add_subcommand("info", "build options, devices with memory, library versions");
+  if (on_parse == OnParse::CheckFlags) return;
   command->callback([] {
     std::cout << "grove\n"
               << "  build: " << GROVE_BUILD_TYPE << ", CPU target -march=" << GROVE_MARCH_TEXT
@@ -50,9 +54,10 @@ void add_info_command(CLI::App& app) {
   });
 }
 
-void add_demo_command(CLI::App& app) {
+void add_demo_command(CLI::App& app, OnParse on_parse) {
   CLI::App* command = app.add_subcommand(
       "demo", "a tour of the core layer: allocate, view, capture and replay on the CPU stream");
+  if (on_parse == OnParse::CheckFlags) return;
   command->callback([] {
     const int code = models::run_core_demo(std::cout);
     if (code != 0) throw CLI::RuntimeError(code);

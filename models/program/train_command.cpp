@@ -109,20 +109,27 @@ std::string describe(const train::TrainConfig& config, const train::Trainer& tra
   return text;
 }
 
-int run_train(const TrainFlags& flags) {
+// The run's config: the flags over the model's defaults, or over a resumed run's saved config.
+train::TrainConfig config_of(const TrainFlags& flags, const train::Checkpoint* saved) {
   GROVE_CHECK(!flags.resume || !flags.checkpoint.empty(),
               "--resume needs --checkpoint PATH (the checkpoint to go on from)");
-  std::optional<train::Checkpoint> saved;
   train::TrainConfig config;
-  if (flags.resume) {
-    saved = train::read_checkpoint(flags.checkpoint);
+  if (saved != nullptr) {
     config = saved->config;
     GROVE_CHECK(!flags.given("--model") || flags.model == config.model, "--model ", flags.model,
                 ": the checkpoint holds a ", config.model, " model");
   } else {
     config = train::defaults_for(flags.model);
   }
-  apply_flags(flags, config, flags.resume);
+  apply_flags(flags, config, saved != nullptr);
+  config.validate();
+  return config;
+}
+
+int run_train(const TrainFlags& flags) {
+  std::optional<train::Checkpoint> saved;
+  if (flags.resume && !flags.checkpoint.empty()) saved = train::read_checkpoint(flags.checkpoint);
+  const train::TrainConfig config = config_of(flags, saved ? &*saved : nullptr);
 
   train::Trainer trainer(config);
   if (saved) train::restore_checkpoint(trainer, *saved);
@@ -213,7 +220,7 @@ int run_train(const TrainFlags& flags) {
 
 }  // namespace
 
-void add_train_command(CLI::App& app) {
+void add_train_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* command = app.add_subcommand("train", "train a model (mlp, cnn, gpt)");
   flags->command = command;
@@ -249,6 +256,10 @@ void add_train_command(CLI::App& app) {
   command->add_flag("--json", flags->json, "print one JSON line of results at the end");
   command->add_flag("--explain", flags->explain, "narrate graphed mode's decisions");
   command->add_flag("--plain", flags->plain, "plain progress lines even on a terminal");
+  if (on_parse == OnParse::CheckFlags) {
+    command->callback([flags] { config_of(*flags, nullptr); });
+    return;
+  }
   command->callback([flags] {
     const int code = run_train(*flags);
     if (code != 0) throw CLI::RuntimeError(code);
