@@ -238,8 +238,20 @@ IdxArray read_idx(const std::filesystem::path& path) {
                 "... describe more than 2^63 bytes; the header is corrupt");
   }
 
-  // Data, in pieces (see kReadPiece).
+  // A plain file must hold the data the sizes claim before any of it is allocated; a gzipped
+  // one's inflated size is known only by inflating it, so its data comes in pieces (kReadPiece).
   const auto total = static_cast<std::size_t>(expected);
+  if (!gzipped) {
+    const std::uintmax_t file_bytes = std::filesystem::file_size(path, error);
+    const std::uintmax_t header_bytes_total = 4 + size_bytes.size();
+    const std::uintmax_t data_bytes =
+        error || file_bytes < header_bytes_total ? 0 : file_bytes - header_bytes_total;
+    GROVE_CHECK(error || total <= data_bytes, "read_idx: ", name,
+                ": truncated: the header's sizes ", format_sizes(array.sizes), " need ", total,
+                " data bytes, but the file holds only ", data_bytes,
+                "; the file is incomplete (download or copy it again)");
+  }
+  // Data, in pieces.
   array.bytes.reserve(std::min(total, kReadPiece));
   std::size_t found = 0;
   while (found < total) {

@@ -125,6 +125,18 @@ TEST(IdxTest, TruncatedDataSaysExpectedAndFound) {
       << gzipped;
 }
 
+TEST(IdxTest, SizesBeyondAPlainFileAreRefusedBeforeReading) {
+  TempDir dir;
+  // (65535, 65535, 65535): 2^48 bytes claimed by a 19-byte file. The reader compares the claim
+  // with the file's size first, so the message comes without reading (or allocating) anything.
+  write_bytes(dir / "liar", idx_bytes({65535, 65535, 65535}, ramp_bytes(3)));
+  const std::string message = error_of([&] { read_idx(dir / "liar"); });
+  EXPECT_NE(message.find("(65535, 65535, 65535) need 281462092005375 data bytes, but the file "
+                         "holds only 3"),
+            std::string::npos)
+      << message;
+}
+
 TEST(IdxTest, TruncatedHeader) {
   TempDir dir;
   std::vector<std::uint8_t> bytes = idx_bytes({60000, 28, 28}, {});
