@@ -6,6 +6,7 @@
 
 #include "core/core_observer.h"
 #include "core/observer_list.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -76,7 +77,16 @@ void remove_op_observer(OpObserver* observer) {
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    const OpAttributes& attributes) {
   const OpCall call{entry.kind, inputs, attributes};
-  // 1. What every op needs.
+  // 1. What every op needs: as many inputs as it takes, defined and on one device.
+  const InputCount count = input_count(entry.kind, attributes);
+  if (inputs.size() < count.min || inputs.size() > count.max) [[unlikely]] {
+    const std::string expected = count.min == count.max ? str(count.min)
+                                 : count.max == InputCount::kAny
+                                     ? str(count.min, " or more")
+                                     : str(count.min, " to ", count.max);
+    GROVE_OP_CHECK(call, false, "expected ", expected, " tensor inputs, but got ", inputs.size(),
+                   " (the op's header lists what it takes)");
+  }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     GROVE_OP_CHECK(call, inputs[i].defined(), "input ", i, " is undefined");
     GROVE_OP_CHECK(call, inputs[i].device() == inputs[0].device(),

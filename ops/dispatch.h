@@ -2,7 +2,8 @@
 //
 // An op's user function (ops::add, ops::matmul, ...) builds an OpCall (kind, inputs, attributes)
 // and calls dispatch() with the op's OpEntry. dispatch():
-//   1. checks what every op needs: inputs defined and on one device;
+//   1. checks what every op needs: as many inputs as it takes (input_count in op_table.h),
+//      defined and on one device;
 //   2. runs the entry's `infer`, which checks the op's own rules (dtypes, shapes, ranges) and
 //      says what the outputs are; its errors name the op, the input shapes and dtypes;
 //   3. allocates the outputs through the caching allocator (or, for in-place ops, returns

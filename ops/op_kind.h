@@ -9,7 +9,8 @@
 //      CPU kernel in ops/cpu/<family>.cpp and its CUDA kernel in ops/cuda/<family>.cu (or list
 //      the op in tests/ops/op_table_test.cpp as one without a CUDA kernel);
 //   4. add the OpEntry to the family's entry list (<family>_entries() at the end of
-//      ops/<family>.cpp), which the op table (op_entry(kind), ops/op_table.h) gathers;
+//      ops/<family>.cpp), which the op table (op_entry(kind), ops/op_table.h) gathers, and its
+//      number of tensor inputs to ops/input_counts.cpp (dispatch checks it);
 //   5. its derivative rule in the matching autograd/rules_*.cpp, headed by its math, and a
 //      gradcheck case in tests/autograd/gradcheck_<family>_test.cpp (or Differentiability::Never
 //      or NoRule in the rule list); tests/autograd/gradcheck_coverage_test.cpp checks both;

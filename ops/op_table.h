@@ -15,6 +15,8 @@
 // Thread safety: the table is built once (a function-local static) and read-only after that.
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <span>
 
 #include "ops/dispatch.h"
@@ -23,6 +25,19 @@ namespace grove::ops {
 
 // The entry of `kind`. Lives as long as the program.
 const OpEntry& op_entry(OpKind kind);
+
+// How many tensor inputs a call takes: min to max, both included.
+struct InputCount {
+  static constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+  std::size_t min = 0;
+  std::size_t max = 0;
+  static constexpr InputCount exactly(std::size_t count) { return {count, count}; }
+};
+
+// The number of inputs a call of `kind` with these attributes takes (a binary op with a scalar
+// operand takes one tensor). dispatch() checks it first, so that no `infer` reads an input that
+// is not there (ops/input_counts.cpp).
+InputCount input_count(OpKind kind, const OpAttributes& attributes);
 
 // The families' entry lists (ops/<family>.cpp), gathered by op_entry(). The order within a list
 // is the order of GROVE_OPS in ops/op_kind.h.
