@@ -6,6 +6,11 @@
 
 namespace grove {
 
+void Device::throw_bad_index(int device_index) {
+  GROVE_THROW(Error, "expected a device index in [0, 127], but got ", device_index,
+              "; cuda(N) takes the number of a visible GPU (cuda_device_count() says how many)");
+}
+
 Device Device::parse(std::string_view text) {
   if (text == "cpu") return kCPU;
   if (text == "cuda") return cuda(0);

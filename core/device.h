@@ -18,8 +18,10 @@ struct Device {
   std::int8_t index = 0;  // always 0 for the CPU
 
   constexpr Device() = default;
+  // An index outside [0, 127] is an error: stored in 8 bits it would become another device
+  // (cuda(256) would be cuda:0).
   constexpr Device(DeviceType device_type, int device_index = 0)  // NOLINT: implicit on purpose
-      : type(device_type), index(static_cast<std::int8_t>(device_index)) {}
+      : type(device_type), index(checked_index(device_index)) {}
 
   // Parses "cpu", "cuda", "cuda:N". Throws grove::Error on anything else.
   static Device parse(std::string_view text);
@@ -30,6 +32,13 @@ struct Device {
 
   friend constexpr bool operator==(Device a, Device b) {
     return a.type == b.type && a.index == b.index;
+  }
+
+ private:
+  [[noreturn]] static void throw_bad_index(int device_index);
+  static constexpr std::int8_t checked_index(int device_index) {
+    if (device_index < 0 || device_index > 127) throw_bad_index(device_index);
+    return static_cast<std::int8_t>(device_index);
   }
 };
 

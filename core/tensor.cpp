@@ -84,6 +84,16 @@ T Tensor::item() const {
     if constexpr (std::is_same_v<T, bool>) {
       result = value != Stored(0);
     } else {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<Stored, bool>) {
+        // A NaN or a value out of T's range has no T to convert to (converting it is undefined
+        // behaviour for floating values, a wrap-around for integers).
+        const Scalar stored = std::is_floating_point_v<Stored>
+                                  ? Scalar(static_cast<double>(value))
+                                  : Scalar(static_cast<std::int64_t>(value));
+        GROVE_CHECK(stored.fits(dtype_of<T>), "item(): the value ", stored, " of this ", dtype(),
+                    " tensor does not fit the requested ", dtype_of<T>,
+                    "; read it as a floating-point type (item<double>())");
+      }
       result = static_cast<T>(value);
     }
   });
@@ -197,6 +207,10 @@ const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
+  // Converting a value the dtype cannot hold would wrap around, or be undefined for NaN and
+  // infinities (ops::fill_ checks the same in its infer).
+  GROVE_CHECK(value.fits(dtype()), "fill_: the value ", value, " does not fit a ", dtype(),
+              " tensor of shape ", sizes(), "; use a value in the dtype's range, or another dtype");
   const CoreWrite write{WriteKind::Fill, *this, nullptr, value, false};
   const bool observed = write_is_observed(*this, nullptr);
   if (observed) [[unlikely]]
@@ -262,20 +276,6 @@ Tensor Tensor::detach() const {
 
 namespace {
 
-// Sizes must be non-negative and their product, in bytes, must fit in 63 bits (else the element
-// count or byte size would wrap around and the tensor would get too little memory).
-void check_sizes(IntArrayRef sizes, const char* op) {
-  std::int64_t bytes = 8;  // the widest element; a tighter bound is not worth the dtype lookup
-  for (std::int64_t size : sizes) {
-    GROVE_CHECK(size >= 0, op, ": sizes must be non-negative, but got ", sizes);
-  }
-  for (std::int64_t size : sizes) {
-    if (size == 0) return;
-    GROVE_CHECK(!__builtin_mul_overflow(bytes, size, &bytes), op, ": sizes ", sizes,
-                " describe more elements than any device can hold");
-  }
-}
-
 // full(), with `op` naming the factory the user called in error messages.
 Tensor filled(IntArrayRef sizes, const Scalar& value, TensorOptions options, const char* op) {
   check_sizes(sizes, op);
@@ -305,12 +305,22 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions optio
   check_sizes(sizes, "empty_strided");
   GROVE_CHECK(sizes.size() == strides.size(), "empty_strided: got ", sizes.size(), " sizes but ",
               strides.size(), " strides");
-  std::int64_t extent = 1;  // elements needed: 1 + sum (size - 1) * stride
+  bool has_elements = true;
   for (std::size_t d = 0; d < sizes.size(); ++d) {
     GROVE_CHECK(strides[d] >= 0, "empty_strided: strides must be non-negative, but got ", strides);
-    if (sizes[d] == 0) extent = 0;
-    if (extent != 0) extent += (sizes[d] - 1) * strides[d];
+    if (sizes[d] == 0) has_elements = false;
   }
+  // Elements needed: 1 + sum (size - 1) * stride, which must not wrap around (huge strides can
+  // reach far past what the element count suggests) nor exceed what check_sizes allows.
+  std::int64_t extent = has_elements ? 1 : 0;
+  for (std::size_t d = 0; d < sizes.size() && has_elements; ++d) {
+    std::int64_t reach = 0;
+    const bool overflows = __builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+                           __builtin_add_overflow(extent, reach, &extent);
+    GROVE_CHECK(!overflows, "empty_strided: sizes ", sizes, " with strides ", strides,
+                " reach more elements than any device can hold; use smaller strides");
+  }
+  check_sizes({extent}, "empty_strided");
   StoragePtr storage = Storage::allocate(
       static_cast<std::size_t>(extent) * element_size(options.dtype()), options.device());
   Tensor result(
@@ -345,6 +355,9 @@ Tensor arange(double end, TensorOptions options) {
 }
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
+  GROVE_CHECK(options.dtype() != DType::Bool,
+              "arange: expected a numeric dtype, but got bool (a range of values has no bool "
+              "form); make it as int64 and compare, e.g. ne(arange(n, int64), 0)");
   GROVE_CHECK(step != 0.0, "arange: step must be non-zero");
   GROVE_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step),
               "arange: start, end and step must be finite, but got ", start, ", ", end, ", ", step);
@@ -352,7 +365,13 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
               " the range [", start, ", ", end,
               ") is empty in the wrong direction; swap start "
               "and end or change the sign of step");
-  const auto count = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  const double steps = std::ceil((end - start) / step);
+  // 2^60 elements is already more than check_sizes lets any tensor have; checked in double first
+  // so that the conversion to int64 cannot overflow.
+  GROVE_CHECK(steps < 0x1p60, "arange: the range [", start, ", ", end, ") with step ", step,
+              " has ", steps, " elements, more elements than any device can hold");
+  const auto count = static_cast<std::int64_t>(steps);
+  check_sizes({count}, "arange");
   std::vector<double> values(static_cast<std::size_t>(std::max<std::int64_t>(count, 0)));
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = start + step * static_cast<double>(i);
   const SuspendCoreObservers factory;  // see Note [Core observers]

@@ -11,6 +11,20 @@ std::int64_t product(IntArrayRef sizes) {
   return result;
 }
 
+void check_sizes(IntArrayRef sizes, const char* op) {
+  for (std::int64_t size : sizes) {
+    GROVE_CHECK(size >= 0, op, ": sizes must be non-negative, but got ", sizes);
+  }
+  for (std::int64_t size : sizes) {
+    if (size == 0) return;  // no elements, whatever the other sizes
+  }
+  std::int64_t bytes = 8;  // the widest element; a tighter bound is not worth the dtype lookup
+  for (std::int64_t size : sizes) {
+    GROVE_CHECK(!__builtin_mul_overflow(bytes, size, &bytes), op, ": sizes ", sizes,
+                " describe more elements than any device can hold");
+  }
+}
+
 bool has_internal_overlap(IntArrayRef sizes, IntArrayRef strides) {
   // The common case (every in-place op and copy_ asks) without sorting or allocating.
   if (is_contiguous_layout(sizes, strides)) return false;

@@ -85,6 +85,12 @@ DimVector contiguous_strides(IntArrayRef sizes);
 // True if (sizes, strides) is row-major dense (strides of size-1 dims do not matter).
 bool is_contiguous_layout(IntArrayRef sizes, IntArrayRef strides);
 std::int64_t product(IntArrayRef sizes);
+// Throws grove::Error naming `op` unless every size is >= 0 and the element count, in bytes of
+// the widest dtype (8), fits in 63 bits: a larger count would wrap around in product() and in
+// byte sizes, and a tensor would claim more elements than its memory holds. Factories check
+// before they allocate; views whose sizes are not those of their base (expand, as_strided) check
+// too.
+void check_sizes(IntArrayRef sizes, const char* op);
 // True if two different indices of (sizes, strides) can reach one memory location (expanded
 // dims, or as_strided views that fold back on themselves). Writing to such a tensor in place
 // would give results that depend on the order of the writes, so in-place ops refuse it.

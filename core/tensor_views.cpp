@@ -32,7 +32,10 @@ DimVector infer_size(IntArrayRef sizes, std::int64_t numel, const char* op) {
       inferred = d;
     } else {
       GROVE_CHECK(sizes[d] >= 0, op, ": sizes must be non-negative (or -1 once), but got ", sizes);
-      known *= sizes[d];
+      // A product that wraps around could equal numel by accident ([2^32, 2^32] "holds" 0).
+      GROVE_CHECK(!__builtin_mul_overflow(known, sizes[d], &known), op, ": shape ", sizes,
+                  " is invalid for a tensor of ", numel,
+                  " elements (its sizes multiply to more than an int64 holds)");
     }
   }
   if (inferred) {
@@ -228,6 +231,7 @@ Tensor Tensor::expand(IntArrayRef new_sizes) const {
       strides[i] = 0;
     }
   }
+  check_sizes(sizes, "expand");  // sizes of stride 0 can be anything, but numel must not wrap
   return make_view(*this, sizes, strides, storage_offset(), DerivedKind::Expand);
 }
 
@@ -278,18 +282,26 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
               strides.size(), " strides");
   GROVE_CHECK(storage_offset >= 0, "as_strided: storage_offset must be non-negative, but got ",
               storage_offset);
-  std::int64_t last = storage_offset;  // highest element index touched
   bool empty_view = false;
   for (std::size_t d = 0; d < sizes.size(); ++d) {
     GROVE_CHECK(sizes[d] >= 0 && strides[d] >= 0, "as_strided: sizes and strides must be ",
                 "non-negative, but got sizes ", sizes, " and strides ", strides);
     if (sizes[d] == 0) empty_view = true;
-    last += (sizes[d] - 1) * strides[d];
   }
+  check_sizes(sizes, "as_strided");
   const auto capacity = static_cast<std::int64_t>(storage()->nbytes() / element_size(dtype()));
-  GROVE_CHECK(empty_view || last < capacity, "as_strided: sizes ", sizes, " with strides ", strides,
-              " and offset ", storage_offset, " reach element ", last, ", beyond the storage's ",
-              capacity, " elements");
+  // The highest element index touched; a sum that would wrap around is past the storage too.
+  std::int64_t last = storage_offset;
+  bool beyond = false;
+  for (std::size_t d = 0; d < sizes.size() && !empty_view && !beyond; ++d) {
+    std::int64_t reach = 0;
+    beyond = __builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) ||
+             __builtin_add_overflow(last, reach, &last);
+  }
+  GROVE_CHECK(empty_view || (!beyond && last < capacity), "as_strided: sizes ", sizes,
+              " with strides ", strides, " and offset ", storage_offset, " reach ",
+              beyond ? std::string("past the largest int64 element index") : str("element ", last),
+              ", beyond the storage's ", capacity, " elements");
   const std::int64_t args[] = {storage_offset};
   return make_view(*this, sizes, strides, storage_offset, DerivedKind::AsStrided, args);
 }
