@@ -16,9 +16,18 @@ namespace grove::ops {
 namespace {
 
 // Output size of one spatial dim; below 1 when the dilated kernel does not fit the padded input.
+// -1 when the padded input or the dilated kernel does not fit an int64 (a huge padding or
+// dilation would otherwise wrap around into a plausible size).
 std::int64_t output_size(std::int64_t input, std::int64_t kernel, std::int64_t stride,
                          std::int64_t padding, std::int64_t dilation) {
-  const std::int64_t span = input + 2 * padding - dilation * (kernel - 1) - 1;
+  std::int64_t padded = 0;
+  std::int64_t reach = 0;
+  if (__builtin_mul_overflow(padding, 2, &padded) ||
+      __builtin_add_overflow(padded, input, &padded) ||
+      __builtin_mul_overflow(dilation, kernel - 1, &reach)) {
+    return -1;
+  }
+  const std::int64_t span = padded - reach - 1;
   return span < 0 ? 0 : span / stride + 1;
 }
 
@@ -56,6 +65,10 @@ std::pair<std::int64_t, std::int64_t> check_conv(const OpCall& call, IntArrayRef
       output_size(input[2], weight[2], a.stride[0], a.padding[0], a.dilation[0]);
   const std::int64_t out_w =
       output_size(input[3], weight[3], a.stride[1], a.padding[1], a.dilation[1]);
+  GROVE_OP_CHECK(call, out_h >= 0 && out_w >= 0, "the padding (", a.padding[0], ", ", a.padding[1],
+                 ") or dilation (", a.dilation[0], ", ", a.dilation[1],
+                 ") is too large: the padded input or the dilated kernel has more elements than "
+                 "an int64 can count");
   GROVE_OP_CHECK(call, out_h >= 1 && out_w >= 1, "the output would be empty (", out_h, " x ", out_w,
                  "): the kernel ", weight[2], " x ", weight[3], " with dilation (", a.dilation[0],
                  ", ", a.dilation[1], ") spans ", a.dilation[0] * (weight[2] - 1) + 1, " x ",

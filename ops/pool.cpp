@@ -25,8 +25,8 @@ DimVector pooled_sizes(const OpCall& call, IntArrayRef sizes, DType dtype,
   GROVE_OP_CHECK(call, a.stride[0] >= 1 && a.stride[1] >= 1, "expected strides >= 1, but got (",
                  a.stride[0], ", ", a.stride[1], ")");
   GROVE_OP_CHECK(call,
-                 a.padding[0] >= 0 && a.padding[1] >= 0 && 2 * a.padding[0] <= a.kernel[0] &&
-                     2 * a.padding[1] <= a.kernel[1],
+                 a.padding[0] >= 0 && a.padding[1] >= 0 && a.padding[0] <= a.kernel[0] / 2 &&
+                     a.padding[1] <= a.kernel[1] / 2,
                  "expected paddings between 0 and half the kernel (", a.kernel[0], ", ",
                  a.kernel[1], "), but got (", a.padding[0], ", ", a.padding[1], ")");
   const std::int64_t input_h = sizes[sizes.size() - 2];
@@ -34,8 +34,14 @@ DimVector pooled_sizes(const OpCall& call, IntArrayRef sizes, DType dtype,
   GROVE_OP_CHECK(call, input_h > 0 && input_w > 0,
                  "expected a non-empty input plane, but got height ", input_h, " and width ",
                  input_w);
-  const std::int64_t height = input_h + 2 * a.padding[0];
-  const std::int64_t width = input_w + 2 * a.padding[1];
+  // padding <= kernel / 2, so 2 * padding fits; the sum with the input may not.
+  std::int64_t height = 0;
+  std::int64_t width = 0;
+  GROVE_OP_CHECK(call,
+                 !__builtin_add_overflow(input_h, 2 * a.padding[0], &height) &&
+                     !__builtin_add_overflow(input_w, 2 * a.padding[1], &width),
+                 "the padding (", a.padding[0], ", ", a.padding[1],
+                 ") is too large: the padded input has more elements than an int64 can count");
   GROVE_OP_CHECK(call, height >= a.kernel[0] && width >= a.kernel[1], "the kernel (", a.kernel[0],
                  ", ", a.kernel[1], ") is larger than the padded input (", height, ", ", width,
                  "), so the output would be empty");

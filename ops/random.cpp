@@ -21,6 +21,9 @@ void check_sizes(const OpCall& call, IntArrayRef sizes) {
   for (std::int64_t size : sizes) {
     GROVE_OP_CHECK(call, size >= 0, "sizes must be non-negative, but got ", sizes);
   }
+  // Here rather than in the output's empty(), so that the error names this op.
+  const std::string name(op_name(call.kind));
+  ::grove::check_sizes(sizes, name.c_str());
 }
 
 void infer_floating_factory(const OpCall& call, OutputSpecs& outputs) {

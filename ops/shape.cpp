@@ -140,7 +140,8 @@ std::vector<Tensor> chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim
   const std::int64_t d = wrap_dim(dim, x.dim(), "chunk");
   const std::int64_t size = x.sizes()[d];
   if (size == 0) return std::vector<Tensor>(static_cast<std::size_t>(chunks), x.narrow(d, 0, 0));
-  return split(x, (size + chunks - 1) / chunks, d);
+  // ceil(size / chunks), written so that a huge chunks cannot overflow (size + chunks - 1 did).
+  return split(x, size / chunks + (size % chunks != 0 ? 1 : 0), d);
 }
 
 Tensor flatten(const Tensor& x, std::int64_t start_dim, std::int64_t end_dim) {
