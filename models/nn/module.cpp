@@ -73,7 +73,21 @@ void Module::add_child(std::string name, std::shared_ptr<Module> child) {
               "\" expected a module, got a null pointer");
   GROVE_CHECK(child.get() != this, type_name_, ": a module cannot be its own child (\"", name,
               "\")");
+  // A cycle (this module already below the child) would make every walk (parameters(),
+  // to(), state_dict()) recurse forever, and the shared_ptrs would keep each other alive.
+  GROVE_CHECK(!child->contains(this), type_name_, ": adding the child module \"", name, "\" (",
+              child->type_name(),
+              ") would make a cycle: this module is already inside it; a "
+              "module tree cannot contain itself");
   children_.emplace_back(std::move(name), std::move(child));
+}
+
+bool Module::contains(const Module* module) const {
+  if (module == this) return true;
+  for (const auto& [child_name, child] : children_) {
+    if (child->contains(module)) return true;
+  }
+  return false;
 }
 
 const Tensor& Module::parameter(std::string_view name) const {

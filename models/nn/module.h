@@ -128,6 +128,8 @@ class Module {
   };
 
   void add_child(std::string name, std::shared_ptr<Module> child);
+  // True if `module` is this module or one below it (add_child keeps the tree free of cycles).
+  bool contains(const Module* module) const;
   void check_new_name(const std::string& name, const char* what) const;
   // Appends own entries then children's, prefixing names with `prefix`.
   void collect_parameters(const std::string& prefix, NamedTensors& out) const;

@@ -1,6 +1,7 @@
 // nn::LayerNorm; see normalization.h.
 #include "models/nn/normalization.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "core/error.h"
@@ -19,7 +20,8 @@ LayerNorm::LayerNorm(std::vector<std::int64_t> normalized_shape, double eps,
     GROVE_CHECK(size > 0, "LayerNorm: expected positive sizes in normalized_shape, got ",
                 IntArrayRef(normalized_shape_));
   }
-  GROVE_CHECK(eps >= 0.0, "LayerNorm: expected eps >= 0, got ", eps);
+  GROVE_CHECK(std::isfinite(eps) && eps >= 0.0, "LayerNorm: expected a finite eps >= 0, got ", eps,
+              " (the default is 1e-5)");
   if (affine_) {
     register_parameter("weight", ones(normalized_shape_));
     register_parameter("bias", zeros(normalized_shape_));
