@@ -207,10 +207,11 @@ const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
-  // Converting a value the dtype cannot hold would wrap around, or be undefined for NaN and
-  // infinities (ops::fill_ checks the same in its infer).
-  GROVE_CHECK(value.fits(dtype()), "fill_: the value ", value, " does not fit a ", dtype(),
-              " tensor of shape ", sizes(), "; use a value in the dtype's range, or another dtype");
+  // Converting a value an integer dtype cannot hold would wrap around, or be undefined for NaN
+  // and infinities. A bool takes any value (non-zero is true, as in PyTorch).
+  GROVE_CHECK(dtype() == DType::Bool || value.fits(dtype()), "fill_: the value ", value,
+              " does not fit a ", dtype(), " tensor of shape ", sizes(),
+              "; use a value in the dtype's range, or another dtype");
   const CoreWrite write{WriteKind::Fill, *this, nullptr, value, false};
   const bool observed = write_is_observed(*this, nullptr);
   if (observed) [[unlikely]]

@@ -100,8 +100,8 @@ InputCount input_count(OpKind kind, const OpAttributes& attributes) {
     }
     case OpKind::LayerNormBackward:  // (grad, x, mean, rstd[, weight])
       return InputCount::exactly(LayerNormAttributes::from(attributes).has_weight ? 5 : 4);
-    case OpKind::Cat:  // one or more
-      return {1, InputCount::kAny};
+    case OpKind::Cat:  // one or more; infer_cat refuses none with its own message
+      return {0, InputCount::kAny};
     case OpKind::Rand:
     case OpKind::Randn:
     case OpKind::Randint:

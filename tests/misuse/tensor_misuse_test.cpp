@@ -103,7 +103,6 @@ std::vector<MisuseCase> factory_cases() {
        [] { full({2}, k2Pow32, DType::Int32); },
        {"4294967296", "int32"}},
       {"FullInt64WithNaN", [] { full({2}, kNaN, DType::Int64); }, {"nan", "int64"}},
-      {"FullBoolWithTwo", [] { full({2}, 2, DType::Bool); }, {"2", "bool"}},
       {"FillInt32WithAnOverflowingValue",
        [] { zeros({3}, DType::Int32).fill_(std::int64_t{1} << 40); },
        {"fill_", "int32"}},
