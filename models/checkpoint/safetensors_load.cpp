@@ -269,7 +269,7 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path) {
   Json header;
   try {
     header = Json::parse(header_text);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse_error, or out_of_range for 1e999
     GROVE_REFUSE(path, "the header is not valid JSON (", error.what(),
                  "); the file is corrupt or not a safetensors file");
   }
