@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
 #include "core/error.h"
 #include "models/checkpoint/layout.h"
 #include "models/checkpoint/safetensors.h"
@@ -14,16 +18,48 @@ namespace {
 using nlohmann::json;
 constexpr std::string_view kOptimizerPrefix = "optimizer.";
 
+// Whether a JSON value can be read as T exactly. nlohmann's get<T>() would also convert a
+// floating-point number to an integer type with a cast that is undefined when the number is out
+// of range (1e300 as int64), and a negative integer to uint64 modulo 2^64; neither is a value
+// grove wrote, so integers must be JSON integers within T's range.
+template <typename T>
+bool holds(const json& value) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return value.is_string();
+  } else if constexpr (std::is_same_v<T, double>) {
+    return value.is_number();
+  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
+    return value.is_number_unsigned();
+  } else {
+    static_assert(std::is_same_v<T, std::int64_t>);
+    return value.is_number_integer() &&
+           (!value.is_number_unsigned() ||
+            value.get<std::uint64_t>() <= static_cast<std::uint64_t>(INT64_MAX));
+  }
+}
+
+template <typename T>
+const char* kind_of() {
+  if constexpr (std::is_same_v<T, std::string>) return "a string";
+  if constexpr (std::is_same_v<T, double>) return "a number";
+  if constexpr (std::is_same_v<T, std::uint64_t>) return "an integer from 0 to 2^64 - 1";
+  return "an integer from -2^63 to 2^63 - 1";
+}
+
+// object[name] as T; `what` starts the errors ("checkpoint: the run's config").
+template <typename T>
+T read_value(const json& object, const char* name, const std::string& what) {
+  const auto found = object.find(name);
+  GROVE_CHECK(found != object.end(), what, " has no '", name,
+              "'; the file was not written by this version of grove");
+  GROVE_CHECK(holds<T>(*found), what, "'s '", name, "' is ", found->dump(), ", expected ",
+              kind_of<T>(), "; the file is corrupt");
+  return found->get<T>();
+}
+
 template <typename T>
 void read_field(const json& object, const char* name, T& field) {
-  GROVE_CHECK(object.contains(name), "checkpoint: the run's config has no '", name,
-              "'; the file was not written by this version of grove");
-  try {
-    field = object.at(name).get<T>();
-  } catch (const json::exception& error) {
-    GROVE_CHECK(false, "checkpoint: the config's '", name, "' has the wrong type (", error.what(),
-                ")");
-  }
+  field = read_value<T>(object, name, "checkpoint: the run's config");
 }
 
 std::string metadata_entry(const checkpoint::SafetensorsFile& file,
@@ -133,18 +169,23 @@ Checkpoint read_checkpoint(const std::filesystem::path& path) {
   checkpoint.config = config_from_json(metadata_entry(file, path, "grove.config"));
   GROVE_CHECK(checkpoint.config.model == metadata_entry(file, path, "grove.model"), "checkpoint ",
               path.string(), ": its model and its config disagree");
+  json position;
   try {
-    const json position = json::parse(metadata_entry(file, path, "grove.position"));
-    checkpoint.position.steps_done = position.at("steps_done").get<std::int64_t>();
-    checkpoint.position.epoch = position.at("epoch").get<std::int64_t>();
-    checkpoint.position.next_batch = position.at("next_batch").get<std::int64_t>();
-    checkpoint.position.window_offset = position.at("window_offset").get<std::uint64_t>();
-    checkpoint.position.rng_seed = position.at("rng_seed").get<std::uint64_t>();
-    checkpoint.position.rng_offset = position.at("rng_offset").get<std::uint64_t>();
+    position = json::parse(metadata_entry(file, path, "grove.position"));
   } catch (const json::exception& error) {
-    GROVE_CHECK(false, "checkpoint ", path.string(), ": its position is malformed (", error.what(),
+    GROVE_CHECK(false, "checkpoint ", path.string(), ": its position is not JSON (", error.what(),
                 ")");
   }
+  GROVE_CHECK(position.is_object(), "checkpoint ", path.string(),
+              ": its position is not a JSON object but ", position.type_name());
+  const std::string position_what = "checkpoint " + path.string() + ": the run's position";
+  checkpoint.position.steps_done = read_value<std::int64_t>(position, "steps_done", position_what);
+  checkpoint.position.epoch = read_value<std::int64_t>(position, "epoch", position_what);
+  checkpoint.position.next_batch = read_value<std::int64_t>(position, "next_batch", position_what);
+  checkpoint.position.window_offset =
+      read_value<std::uint64_t>(position, "window_offset", position_what);
+  checkpoint.position.rng_seed = read_value<std::uint64_t>(position, "rng_seed", position_what);
+  checkpoint.position.rng_offset = read_value<std::uint64_t>(position, "rng_offset", position_what);
   for (auto& [name, tensor] : file.tensors) {
     if (name.rfind(kOptimizerPrefix, 0) == 0) {
       checkpoint.optimizer.emplace_back(name.substr(kOptimizerPrefix.size()), std::move(tensor));
