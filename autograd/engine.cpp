@@ -73,9 +73,11 @@ class GraphTask {
                     i, " is ", describe(output), "; pass a gradient of that shape");
         grad = ones(output.sizes(), TensorOptions(output.dtype()).device(output.device()));
       } else {
-        GROVE_CHECK(grad.sizes() == output.sizes() && grad.dtype() == output.dtype(),
+        GROVE_CHECK(grad.sizes() == output.sizes() && grad.dtype() == output.dtype() &&
+                        grad.device() == output.device(),
                     "autograd: the gradient for output ", i, " must match it (", describe(output),
-                    "), but got ", describe(grad));
+                    " on ", output.device(), "), but got ", describe(grad), " on ", grad.device(),
+                    "; make it with the output's sizes, dtype and device");
       }
       roots_.emplace_back(std::move(edge), std::move(grad));
     }
