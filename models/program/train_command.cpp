@@ -5,17 +5,27 @@
 // run's settings come from the checkpoint: only how and how long it runs (--device, --mode,
 // --epochs, --steps) may change; another value for a setting that shapes the numbers (--lr,
 // --batch-size, ...) is refused, since the run would no longer continue the one saved.
+//
+// Data parallel: `--nproc N` starts N copies of this command (dist::launch_local) with the
+// process-group variables set, and each copy, finding GROVE_WORLD_SIZE in its environment, joins
+// the group and trains its shard (train::Trainer's data-parallel mode; --batch-size is per
+// process). Rank 0 alone prints, writes the metrics and the checkpoints; every rank reads a
+// checkpoint to resume. Started by hand with the same variables on several hosts, the copies form
+// one job the same way.
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
 #include "core/stream.h"
+#include "dist/launch.h"
+#include "dist/process_group.h"
 #include "graphs/explain.h"
 #include "models/program/commands.h"
 #include "models/program/metrics.h"
@@ -54,7 +64,7 @@ struct TrainFlags {
   std::string device;
   std::string mode = "eager";
   std::int64_t epochs = 0, steps = 0, batch_size = 0, warmup_steps = 0, train_limit = 0,
-               test_limit = 0, checkpoint_every = 0, read_every = 0;
+               test_limit = 0, checkpoint_every = 0, read_every = 0, nproc = 1;
   double lr = 0, momentum = 0, weight_decay = 0, clip = 0;
   std::string optimizer, schedule, data, checkpoint, metrics;
   std::uint64_t seed = 0;
@@ -126,43 +136,113 @@ train::TrainConfig config_of(const TrainFlags& flags, const train::Checkpoint* s
   return config;
 }
 
+// This process's command line as it was started (for the launcher's copies of it).
+std::vector<std::string> own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> words;
+  for (std::string word; std::getline(in, word, '\0');) words.push_back(word);
+  return words;
+}
+
+// --nproc N without the process-group variables: start the N ranks and wait for the job.
+int launch_ranks(const TrainFlags& flags, const train::TrainConfig& config) {
+  if (config.device.is_cuda()) {
+    GROVE_CHECK(dist::has_nccl(), "--nproc ", flags.nproc,
+                " on cuda needs NCCL, and this build has none; build grove with NCCL (see the "
+                "README), or train on --device cpu");
+    GROVE_CHECK(flags.nproc <= cuda_device_count(), "--nproc ", flags.nproc,
+                " on cuda starts one process per GPU, but this host has ", cuda_device_count(),
+                " GPU(s); use --nproc ", cuda_device_count(), " or fewer");
+  } else {
+    GROVE_CHECK(dist::has_gloo(), "--nproc ", flags.nproc,
+                " on the cpu needs Gloo, and this build has none: install libgloo-dev "
+                "(scripts/install_deps.sh) and rebuild");
+  }
+  dist::LaunchOptions launch;
+  launch.nproc = static_cast<int>(flags.nproc);
+  launch.argv = {dist::current_executable()};
+  const std::vector<std::string> words = own_command_line();
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    if (words[i] == "--nproc") {
+      ++i;  // and its value
+    } else if (words[i].rfind("--nproc=", 0) != 0) {
+      launch.argv.push_back(words[i]);
+    }
+  }
+  // The ranks handle Ctrl-C themselves (they agree to stop and rank 0 saves a checkpoint).
+  const auto previous = std::signal(SIGINT, SIG_IGN);
+  const int status = dist::launch_local(launch);
+  std::signal(SIGINT, previous);
+  return status;
+}
+
+// An ostream that drops everything: the output of ranks other than 0.
+std::ostream& nowhere() {
+  static std::ostream stream(nullptr);
+  return stream;
+}
+
 int run_train(const TrainFlags& flags) {
   std::optional<train::Checkpoint> saved;
   if (flags.resume && !flags.checkpoint.empty()) saved = train::read_checkpoint(flags.checkpoint);
-  const train::TrainConfig config = config_of(flags, saved ? &*saved : nullptr);
+  train::TrainConfig config = config_of(flags, saved ? &*saved : nullptr);
+
+  // Data parallel: launch the ranks, or (a rank) join the group.
+  const bool is_rank = std::getenv("GROVE_WORLD_SIZE") != nullptr;
+  if (flags.nproc > 1 && !is_rank) return launch_ranks(flags, config);
+  struct GroupGuard {
+    bool active = false;
+    ~GroupGuard() {
+      if (active) dist::destroy_process_group();
+    }
+  } group_guard;
+  if (is_rank) {
+    dist::ProcessGroupOptions options = dist::ProcessGroupOptions::from_environment();
+    options.cuda = config.device.is_cuda();
+    if (options.cuda) config.device = cuda(options.local_rank);  // one GPU per process
+    dist::init_process_group(options);
+    group_guard.active = true;
+  }
+  const bool leader = !is_rank || dist::default_process_group().rank() == 0;
+  std::ostream& err = leader ? std::cerr : nowhere();
 
   train::Trainer trainer(config);
   if (saved) train::restore_checkpoint(trainer, *saved);
   const bool terminal = !flags.plain && isatty(fileno(stderr)) != 0;
-  std::cerr << describe(trainer.config(), trainer) << "\n";
+  err << describe(trainer.config(), trainer);
+  if (trainer.world_size() > 1) {
+    err << "; " << trainer.world_size() << " processes, each on batches of "
+        << config.batch_size;
+  }
+  err << "\n";
   if (config.model == "gpt") {
     const data::TextCorpus& corpus = trainer.corpus();
-    std::cerr << "corpus: " << corpus.size() << " characters from " << corpus.paths.size()
+    err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size()
               << " files (" << corpus.train.numel() << " to train on, " << corpus.validation.numel()
               << " to validate); unigram entropy "
               << format_number(data::unigram_entropy(corpus.train)) << " nats\n";
   }
   if (saved && (config.epochs != saved->config.epochs || config.steps != saved->config.steps) &&
       config.schedule != "constant") {
-    std::cerr << "note: another length than the saved run's stretches its " << config.schedule
+    err << "note: another length than the saved run's stretches its " << config.schedule
               << " schedule from here on; the run no longer continues the saved one exactly\n";
   }
   if (saved) {
-    std::cerr << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
+    err << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
               << "\n";
   }
 
   std::optional<MetricsWriter> metrics;
-  if (!flags.metrics.empty()) metrics.emplace(flags.metrics, /*append=*/flags.resume);
+  if (!flags.metrics.empty() && leader) metrics.emplace(flags.metrics, /*append=*/flags.resume);
   ProgressOptions progress_options;
   progress_options.is_terminal = terminal;
   progress_options.total_steps = trainer.total_steps();
   progress_options.steps_per_epoch = config.model == "gpt" ? 0 : trainer.batches_per_epoch();
   progress_options.start_step = trainer.steps_done();
-  Progress progress(std::cerr, progress_options);
+  Progress progress(err, progress_options);
 
   auto save = [&](const char* why) {
-    if (flags.checkpoint.empty()) return;
+    if (flags.checkpoint.empty() || !leader) return;
     train::save_checkpoint(trainer, flags.checkpoint);
     progress.message(std::string("checkpoint (") + why + "): " + flags.checkpoint + " at step " +
                      std::to_string(trainer.steps_done()));
@@ -201,20 +281,20 @@ int run_train(const TrainFlags& flags) {
   if (interrupted.load() && trainer.steps_done() < trainer.total_steps()) {
     if (flags.checkpoint.empty()) {
       const std::string path = config.model + "-interrupted.safetensors";
-      train::save_checkpoint(trainer, path);
-      std::cerr << "interrupted at step " << trainer.steps_done() << "; saved " << path
+      if (leader) train::save_checkpoint(trainer, path);
+      err << "interrupted at step " << trainer.steps_done() << "; saved " << path
                 << "\nresume with: grove train --resume --checkpoint " << path << "\n";
     } else {
       save("interrupted");
-      std::cerr << "interrupted at step " << trainer.steps_done()
+      err << "interrupted at step " << trainer.steps_done()
                 << "\nresume with: grove train --resume --checkpoint " << flags.checkpoint << "\n";
     }
     return 130;
   }
   save("end");
   const RunSummary summary = summarize(trainer, result);
-  std::cerr << summary.to_text();
-  if (flags.json) std::cout << summary.to_json() << std::endl;
+  err << summary.to_text();
+  if (flags.json && leader) std::cout << summary.to_json() << std::endl;
   return 0;
 }
 
@@ -256,6 +336,10 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->add_flag("--json", flags->json, "print one JSON line of results at the end");
   command->add_flag("--explain", flags->explain, "narrate graphed mode's decisions");
   command->add_flag("--plain", flags->plain, "plain progress lines even on a terminal");
+  command->add_option("--nproc", flags->nproc,
+                      "train data-parallel in N processes on this host (cuda: one GPU each; "
+                      "--batch-size is per process)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   if (on_parse == OnParse::CheckFlags) {
     command->callback([flags] { config_of(*flags, nullptr); });
     return;

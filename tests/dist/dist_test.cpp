@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "dist/launch.h"
 #include "dist/process_group.h"
 #include "dist/tcp_store.h"
+#include "models/data/fashion_mnist.h"
 
 namespace grove::dist {
 namespace {
@@ -184,6 +187,43 @@ TEST_P(Ddp, TwoProcessesEqualOneOnTheGlobalBatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, Ddp, ::testing::Values("eager", "graphed"));
+
+// The program: `grove train --nproc 2` is one job. Rank 0 alone prints the JSON line, and its
+// numbers are those of one process on batches twice as large (the global batch); the train loss
+// is a mean over the run's steps, equal up to float rounding.
+std::string run_program(const std::string& arguments) {
+  const std::string command = std::string(GROVE_PROGRAM) + " " + arguments + " 2>/dev/null";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof(buffer), pipe) != nullptr) output += buffer;
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(status, 0) << command;
+  return output;
+}
+
+double json_number(const std::string& json, const std::string& key) {
+  const std::size_t at = json.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key << " in " << json;
+  return at == std::string::npos ? NAN : std::stod(json.substr(at + key.size() + 3));
+}
+
+TEST(GroveNproc, TwoProcessesTrainLikeOneOnTheGlobalBatch) {
+  SKIP_WITHOUT_GLOO();
+  const char* data = std::getenv("GROVE_TEST_FASHION_MNIST");
+  const std::string data_flag = data != nullptr ? std::string(" --data ") + data : "";
+  if (data == nullptr && !fs::exists(data::default_fashion_mnist_dir())) {
+    GTEST_SKIP() << "no Fashion-MNIST (dataset-fashion-mnist)";
+  }
+  const std::string common = "train --model mlp --device cpu --epochs 1 --train-limit 2048 "
+                             "--test-limit 500 --schedule constant --plain --json" + data_flag;
+  const std::string two = run_program(common + " --nproc 2 --batch-size 64");
+  const std::string one = run_program(common + " --batch-size 128");
+  ASSERT_EQ(std::count(two.begin(), two.end(), '\n'), 1) << "one JSON line, rank 0's: " << two;
+  EXPECT_EQ(json_number(two, "steps"), 16);
+  EXPECT_NEAR(json_number(two, "train_loss"), json_number(one, "train_loss"), 1e-5);
+  EXPECT_EQ(json_number(two, "test_accuracy"), json_number(one, "test_accuracy"));
+}
 
 }  // namespace
 }  // namespace grove::dist
