@@ -8,11 +8,12 @@
 # text_corpus safetensors checkpoint args). Installs Debian's clang if it is missing, builds
 # build-fuzz/ (clang, GROVE_FUZZ=ON, CPU only) and fuzzes each target in turn, starting from
 # its committed corpus (tests/fuzz/corpus/TARGET, read only). New inputs go to
-# build-fuzz/fuzz-out/TARGET/corpus; with --merge, those that add coverage are then merged into
-# the committed corpus (libFuzzer's -merge=1). Crash, leak, timeout and out-of-memory inputs go
-# to build-fuzz/fuzz-out/TARGET/findings, each printed with the command that reproduces it; a
+# build-fuzz/fuzz-out/TARGET/corpus; with --merge, those that add coverage edges are then merged
+# into the committed corpus (libFuzzer's -merge=1). Crash, leak, timeout and out-of-memory inputs
+# go to build-fuzz/fuzz-out/TARGET/findings, each printed with the command that reproduces it; a
 # fixed one belongs in tests/fuzz/crashes/TARGET/ (named for what it exposed), where every build
-# replays it (ctest -L fuzz). Exits 1 if anything was found.
+# replays it (ctest -L fuzz). Exits 1 if anything was found. The clang build needs
+# tests/fuzz/source_location_shim.h with clang 14 (CMakeLists.txt adds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,7 +97,9 @@ for target in "${targets[@]}"; do
     tail -1)"
   summary+=("$target: ${runs:-?} executions in ${seconds}s, exit $status")
   if [ "$merge" -eq 1 ]; then
-    "build-fuzz/tests/fuzz/fuzz_$target" -merge=1 -max_len="$(max_len_of "$target")" \
+    # New edges only (-use_counters=0: not every new hit count), to keep the corpus small.
+    "build-fuzz/tests/fuzz/fuzz_$target" -merge=1 -use_counters=0 \
+      -max_len="$(max_len_of "$target")" \
       "tests/fuzz/corpus/$target" "$out/corpus" >>"$out/log.txt" 2>&1
   fi
   for finding in "$out/findings"/*; do
@@ -113,7 +116,8 @@ done
 echo "== summary"
 printf '  %s\n' "${summary[@]}"
 if [ "$found" -ne 0 ]; then
-  echo "fuzz.sh: findings above; fix each at its cause, then add its input to tests/fuzz/crashes/TARGET/"
+  echo "fuzz.sh: findings above; fix each at its cause, then add its input to" \
+    "tests/fuzz/crashes/TARGET/"
   exit 1
 fi
 echo "fuzz.sh: no findings"

@@ -22,7 +22,8 @@ def write(target, name, data):
 
 
 def idx(sizes, data, type_byte=0x08):
-    return bytes([0, 0, type_byte, len(sizes)]) + b"".join(struct.pack(">I", s) for s in sizes) + data
+    header = bytes([0, 0, type_byte, len(sizes)])
+    return header + b"".join(struct.pack(">I", s) for s in sizes) + data
 
 
 def gz(data):
@@ -94,7 +95,8 @@ def safetensors_seeds():
     write("safetensors", "model", safetensors(model, weight + bias, {"grove.model": "mlp"}))
     write("safetensors", "model_no_checksum", safetensors(model, weight + bias, checksum=False))
     others = [("ids", "I64", [2], 0, 16), ("steps", "I32", [1], 16, 20),
-              ("scale", "F64", [], 20, 28), ("mask", "BOOL", [3], 28, 31), ("none", "F32", [0, 4], 31, 31)]
+              ("scale", "F64", [], 20, 28), ("mask", "BOOL", [3], 28, 31),
+              ("none", "F32", [0, 4], 31, 31)]
     data = struct.pack("<qqid", 5, -1, 3, 0.5) + bytes([1, 0, 1])
     write("safetensors", "every_dtype", safetensors(others, data))
     write("safetensors", "bad_bool_byte", safetensors([("mask", "BOOL", [2], 0, 2)], bytes([1, 2])))
@@ -143,7 +145,8 @@ def checkpoint_seeds():
 def args_seeds():
     # One word per line, after "grove".
     lines = {
-        "train_mlp": ["train", "--model", "mlp", "--device", "cpu", "--epochs", "1", "--steps", "5"],
+        "train_mlp": ["train", "--model", "mlp", "--device", "cpu", "--epochs", "1",
+                      "--steps", "5"],
         "train_cnn_step": ["train", "--model=cnn", "--lr", "0.05", "--schedule", "step",
                            "--optimizer", "sgd", "--momentum", "0.5", "--batch-size", "64"],
         "train_gpt": ["train", "--model", "gpt", "--steps", "10", "--mode", "graphed",
