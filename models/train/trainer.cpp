@@ -282,10 +282,12 @@ bool Trainer::stop_requested(const Callbacks& callbacks) {
   const bool local = callbacks.should_stop && callbacks.should_stop();
   if (world_size_ == 1) return local;
   // Every rank must stop after the same step, or the others would wait in their collectives for
-  // it: ranks agree (a max over the CPU engine) at steps every rank recognises.
+  // it: ranks agree (a max on the training device's engine; reading it waits for the device, as
+  // the losses' read does at these steps) at steps every rank recognises.
   if (steps_done_ % config_.read_every != 0) return false;
   autograd::NoGradGuard no_grad;
-  const Tensor flag = full({1}, Scalar(local ? 1 : 0), DType::Int32);
+  const Tensor flag =
+      full({1}, Scalar(local ? 1 : 0), TensorOptions(DType::Int32).device(config_.device));
   ops::all_reduce_(flag, ops::ReduceOp::kMax, group_);
   return flag.to_vector<std::int32_t>()[0] != 0;
 }
