@@ -113,11 +113,22 @@ void run_all_gather(const OpCall& call, const OpOutputs& outputs) {
                                  current_stream(x.device()));
 }
 
+// The same run_* serves CUDA tensors in builds with the CUDA backend (the engine is NCCL's);
+// without it there are no CUDA tensors and the entries say so, as every op's do.
+#ifdef GROVE_HAS_CUDA
+constexpr KernelFn kAllReduceCuda = run_all_reduce;
+constexpr KernelFn kBroadcastCuda = run_broadcast;
+constexpr KernelFn kAllGatherCuda = run_all_gather;
+#else
+constexpr KernelFn kAllReduceCuda = nullptr;
+constexpr KernelFn kBroadcastCuda = nullptr;
+constexpr KernelFn kAllGatherCuda = nullptr;
+#endif
 constexpr OpEntry kAllReduce{OpKind::AllReduce, infer_all_reduce, run_all_reduce,
-                             run_all_reduce};
-constexpr OpEntry kBroadcast{OpKind::Broadcast, infer_broadcast, run_broadcast, run_broadcast};
+                             kAllReduceCuda};
+constexpr OpEntry kBroadcast{OpKind::Broadcast, infer_broadcast, run_broadcast, kBroadcastCuda};
 constexpr OpEntry kAllGather{OpKind::AllGather, infer_all_gather, run_all_gather,
-                             run_all_gather};
+                             kAllGatherCuda};
 
 int resolve(int group) {
   if (group >= 0) return group;

@@ -23,9 +23,11 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
-#include "tests/misuse/loopback_collectives.h"
+#include "tests/ops/loopback_collectives.h"
 
 namespace grove::misuse {
+
+using test_engines::loopback_group;
 
 using ops::OpKind;
 

@@ -17,13 +17,14 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
-#include "tests/misuse/loopback_collectives.h"
+#include "tests/ops/loopback_collectives.h"
 #include "tests/misuse/misuse_case.h"
 
 namespace grove::misuse {
 namespace {
 
 using namespace grove::ops;
+using test_engines::loopback_group;
 
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
@@ -262,7 +263,7 @@ std::vector<MisuseCase> index_cases() {
   };
 }
 
-// Collectives, on a one-process loopback group (tests/misuse/loopback_collectives.h).
+// Collectives, on a one-process loopback group (tests/ops/loopback_collectives.h).
 std::vector<MisuseCase> collective_cases() {
   return {
       {"AllReduceWithoutAProcessGroup",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "op_test_util.h"
+#include "ops/collective.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
@@ -20,6 +21,7 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
+#include "tests/ops/loopback_collectives.h"
 
 namespace grove::ops {
 namespace {
@@ -205,7 +207,8 @@ TEST(Attributes, DescribeTheCallsOfTheUserFunctions) {
 
 // ---- every kind has a printer ---------------------------------------------------------------
 
-// One call of every op, through its user function, in the order of GROVE_OPS.
+// One call of every op, through its user function, in the order of GROVE_OPS (the collectives on
+// a one-process loopback group).
 void call_every_op() {
   const Tensor x = random_tensor({2, 3}, DType::Float64);
   const Tensor y = random_tensor({2, 3}, DType::Float64, -2.0, 2.0, 2);
@@ -282,6 +285,10 @@ void call_every_op() {
   randn({2});
   randint(0, 3, {2});
   dropout(x, 0.5, true);
+  const int group = test_engines::loopback_group();
+  all_reduce_(x.clone(), ReduceOp::kMax, group);
+  broadcast_(x.clone(), 0, group);
+  all_gather(x, group);
 }
 
 TEST(Attributes, EveryOpKindHasAPrinter) {

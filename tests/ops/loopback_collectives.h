@@ -1,13 +1,14 @@
-// A collective engine for one process (world size 1) that the misuse suite registers as its own
-// group, so that all_reduce_, broadcast_ and all_gather can be called, and misused, without
-// starting a process group (dist/ tests the real engines across processes).
+// A collective engine for one process (world size 1) that op tests (tests/ops) and the misuse
+// suite register as their own group, so that all_reduce_, broadcast_ and all_gather can be
+// called, and misused, without starting a process group (tests/dist tests the real engines,
+// Gloo and NCCL, across processes).
 #pragma once
 
 #include <cstring>
 
 #include "ops/collective.h"
 
-namespace grove::misuse {
+namespace grove::test_engines {
 
 class LoopbackCollectives final : public ops::CollectiveEngine {
  public:
@@ -35,4 +36,4 @@ inline int loopback_group() {
   return group;
 }
 
-}  // namespace grove::misuse
+}  // namespace grove::test_engines
