@@ -7,6 +7,13 @@
 #   BUILD_DIR=b FILTER=Mlp scripts/gpu_check.sh   # another build dir; benchmarks matching FILTER
 #   RESULTS=dir scripts/gpu_check.sh     # also keep the logs and JSON there
 #   TESTS=0 scripts/gpu_check.sh         # benchmarks only; BENCH=0: tests only
+#   SANITIZE="memcheck racecheck synccheck" scripts/gpu_check.sh
+#       instead of the tests and benchmarks: every executable that holds `gpu` tests, under each
+#       compute-sanitizer tool, split into SHARDS (default 8) gtest shards run side by side, each
+#       shard limited to SHARD_TIMEOUT seconds (default 480). The tests that provoke an
+#       out-of-memory on purpose (their names hold "OutOfMemory") are left out by name: a failed
+#       cudaMalloc of 1 PiB is an error report by design, not a bug. Prints one line per
+#       executable and tool with the sanitizer's error count; exits non-zero on any error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +36,10 @@ ninja -C "$build" -j"$jobs" >"$results/build.log" || {
   tail -40 "$results/build.log"
   exit 1
 }
+
+if [[ -n ${SANITIZE:-} ]]; then
+  exec scripts/gpu_sanitize.sh "$build" "$results/sanitize" ${SANITIZE}
+fi
 
 if [[ ${TESTS:-1} != 0 ]]; then
   echo "== tests labelled gpu"

@@ -57,8 +57,10 @@ TEST(Nccl, ACapturedAllReduceReplaysInAGraph) {
     y.copy_(x);
     ops::all_reduce_(y, ops::ReduceOp::kMax, group.id());
     graph.end_capture();
-    EXPECT_GE(graph.num_nodes(), 2u);
-    for (float value : {2.0f, -7.0f}) {
+    // The copy is one node; with one rank NCCL may add none (an in-place all-reduce of a single
+    // rank has nothing to do), so the values below are the test.
+    EXPECT_GE(graph.num_nodes(), 1u);
+    for (float value : {2.0f, -7.0f}) {  // new values each replay: the graph reads x anew
       x.fill_(value);
       wait_stream(stream, default_stream(kGpu));
       graph.replay();

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Runs grove's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck) and prints one
+# line per test executable and tool: the sanitizer's error count, the tests run and failed.
+# Called by `SANITIZE="memcheck racecheck synccheck" scripts/gpu_check.sh` after its build;
+# usable alone on a configured and built CUDA build folder:
+#
+#   scripts/gpu_sanitize.sh BUILD_DIR RESULTS_DIR TOOL...
+#   SHARDS=8 SHARD_TIMEOUT=480 ONLY=ops_cuda_tests scripts/gpu_sanitize.sh build-gpu out racecheck
+#
+# What it runs: every executable that holds a test labelled `gpu` (from `ctest --show-only`),
+# whole, split into SHARDS gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX); one tool at a
+# time, with every executable's shards side by side on the one GPU, because racecheck slows
+# shared-memory kernels down by orders of magnitude and one process per executable would not
+# finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout").
+#
+# What it leaves out, by name and never by suppressing reports: the tests whose names hold
+# "OutOfMemory". They ask cudaMalloc for 1 PiB on purpose to test the error path, and memcheck
+# reports every failed cudaMalloc as an API error.
+#
+# Exit status: 0 when every tool reported 0 errors and every shard's tests passed, else 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[[ $# -ge 3 ]] || { echo "usage: $0 BUILD_DIR RESULTS_DIR TOOL..." >&2; exit 2; }
+build=$1
+results=$2
+shift 2
+shards=${SHARDS:-8}
+shard_timeout=${SHARD_TIMEOUT:-480}  # racecheck needs it: 70 s timed most shards out
+only=${ONLY:-}
+for tool in "$@"; do
+  case $tool in memcheck | racecheck | synccheck | initcheck) ;;
+    *) echo "unknown compute-sanitizer tool '$tool' (memcheck, racecheck, synccheck, initcheck)" >&2
+       exit 2 ;;
+  esac
+done
+command -v compute-sanitizer >/dev/null ||
+  { echo "compute-sanitizer is not on PATH (it comes with the CUDA toolkit)" >&2; exit 2; }
+mkdir -p "$results"
+
+# The executables behind the gpu tests, each once.
+mapfile -t executables < <(ctest --test-dir "$build" -L gpu --show-only=json-v1 | python3 -c '
+import json, sys
+seen = []
+for test in json.load(sys.stdin).get("tests", []):
+    command = test.get("command") or []
+    if command and command[0] not in seen:
+        seen.append(command[0])
+print("\n".join(seen))')
+[[ ${#executables[@]} -gt 0 ]] || { echo "no gpu tests in $build (configure with GROVE_CUDA=ON)" >&2; exit 2; }
+
+status=0
+printf '%-22s %-10s %8s %7s %7s  %s\n' executable tool errors tests failed notes
+for tool in "$@"; do
+  # Every executable's shards of this tool at once: the GPU has room, and the slowest shard
+  # bounds the tool's time.
+  declare -A pids=()
+  for executable in "${executables[@]}"; do
+    name=$(basename "$executable")
+    [[ -z $only || $name == "$only" ]] || continue
+    for ((shard = 0; shard < shards; shard++)); do
+      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard OMP_NUM_THREADS=1 \
+        timeout "$shard_timeout" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        --print-limit 50 "$executable" --gtest_filter='-*OutOfMemory*' \
+        >"$results/${name}.${tool}.${shard}.log" 2>&1 &
+      pids[$name.$shard]=$!
+    done
+  done
+  for executable in "${executables[@]}"; do
+    name=$(basename "$executable")
+    [[ -z $only || $name == "$only" ]] || continue
+    errors=0 tests=0 failed=0 notes=""
+    for ((shard = 0; shard < shards; shard++)); do
+      rc=0
+      wait "${pids[$name.$shard]}" || rc=$?
+      log=$results/${name}.${tool}.${shard}.log
+      # memcheck/synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards
+      # displayed (E errors, W warnings)".
+      count=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors' "$log" | grep -oE '[0-9]+' |
+        tail -1 || true)
+      errors=$((errors + ${count:-0}))
+      ran=$(grep -oE '^\[==========\] [0-9]+ tests? from' "$log" | grep -oE '[0-9]+' | head -1 ||
+        true)
+      tests=$((tests + ${ran:-0}))
+      bad=$(grep -oE '^\[  FAILED  \] [0-9]+ tests?,' "$log" | grep -oE '[0-9]+' || true)
+      failed=$((failed + ${bad:-0}))
+      # A shard that got no test makes no CUDA call, and compute-sanitizer then exits with 255
+      # ("terminated before first instrumented API call"): nothing ran, nothing to report.
+      if [[ $rc != 0 && ${ran:-0} == 0 ]] && grep -q "before first instrumented" "$log"; then
+        rc=0
+      fi
+      if [[ $rc == 124 ]]; then notes+="shard $shard timeout; "
+      elif [[ $rc != 0 && -z $count && -z $bad ]]; then notes+="shard $shard exit $rc; "
+      fi
+      [[ $rc == 0 ]] || status=1
+    done
+    [[ $errors == 0 ]] || notes+="see $results/${name}.${tool}.*.log"
+    printf '%-22s %-10s %8s %7s %7s  %s\n' "$name" "$tool" "$errors" "$tests" "$failed" "$notes"
+  done
+  unset pids
+done
+exit $status
