@@ -140,17 +140,14 @@ INSTANTIATE_TEST_SUITE_P(Processes, Collectives, ::testing::Values(1, 2, 4));
 TEST(DeadRank, TheOthersFailWithAnErrorNamingIt) {
   SKIP_WITHOUT_GLOO();
   const fs::path dir = fresh_dir("die");
-  const auto started = std::chrono::steady_clock::now();
+  // A survivor that hung would be killed by the launcher after the timeout and write nothing.
   const int status = run_job(3, {"die", dir.string()}, 20s);
-  const auto took = std::chrono::steady_clock::now() - started;
   EXPECT_NE(status, 0);
   for (int rank : {0, 1}) {
     const std::string message = read_text(dir / ("rank" + std::to_string(rank) + ".txt"));
     EXPECT_NE(message.find("rank 2 exited without finishing"), std::string::npos)
         << "rank " << rank << ": " << message;
   }
-  // The survivors notice the dead rank from their connections, well before the timeout.
-  EXPECT_LT(took, 20s);
   fs::remove_all(dir);
 }
 
