@@ -143,13 +143,7 @@ class GlooEngine final : public ops::CollectiveEngine {
     } catch (const Error&) {
       throw;
     } catch (const std::exception& error) {
-      const std::string gone = store_.describe_gone_ranks();
-      GROVE_CHECK(false, what, " failed on rank ", rank_, " of ", world_size_, " (gloo): ",
-                  gone.empty() ? std::string("no rank is known to have exited") : gone,
-                  ". Gloo said: ", error.what(),
-                  gone.empty() ? ". If every rank is alive, check that all of them run the same "
-                                 "collectives in the same order, or raise GROVE_TIMEOUT_S"
-                               : "");
+      store_.throw_collective_failure(what, "gloo", error.what());
     }
   }
 

@@ -174,11 +174,7 @@ class NcclEngine final : public ops::CollectiveEngine {
   }
 
   [[noreturn]] void fail(const char* what, const std::string& reason) {
-    const std::string gone = store_.describe_gone_ranks();
-    GROVE_CHECK(false, what, " failed on rank ", rank_, " of ", world_size_, " (nccl): ",
-                gone.empty() ? std::string("no rank is known to have exited") : gone,
-                ". NCCL said: ", reason);
-    std::abort();  // not reached
+    store_.throw_collective_failure(what, "nccl", reason);
   }
 
   // Needs comm_mutex_. After it, the communicator is gone and every call refuses.

@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -119,7 +121,7 @@ class StoreServer {
       }
       for (auto it = closed.rbegin(); it != closed.rend(); ++it) {
         Client& client = clients_[*it];
-        if (client.rank >= 0 && !finished_.count(client.rank)) {
+        if (client.rank >= 0 && finished_.count(client.rank) == 0) {
           data_["grove/lost/" + std::to_string(client.rank)] = text_bytes("lost");
         }
         clients_.erase(clients_.begin() + static_cast<std::ptrdiff_t>(*it));
@@ -169,7 +171,7 @@ class StoreServer {
         }
         case kGoodbye:
           if (client.rank >= 0) {
-            finished_.insert({client.rank, true});
+            finished_.insert(client.rank);
             data_["grove/finished/" + std::to_string(client.rank)] = text_bytes("finished");
           }
           break;
@@ -188,19 +190,14 @@ class StoreServer {
   std::atomic<bool> stop_{false};
   std::vector<Client> clients_;
   std::map<std::string, std::vector<char>> data_;
-  std::map<int, bool> finished_;
+  std::set<int> finished_;  // ranks that said goodbye
   std::thread thread_;
-};
-
-struct TcpStore::Lock {
-  std::mutex mutex;
 };
 
 TcpStore::TcpStore(std::string host, int port, int rank, int world_size, bool serve,
                    std::chrono::milliseconds timeout)
     : host_(std::move(host)), port_(port), rank_(rank), world_size_(world_size),
-      timeout_(timeout),
-      lock_(std::make_unique<Lock>()) {
+      timeout_(timeout) {
   if (serve) {
     server_ = std::make_unique<StoreServer>(port);
     port_ = server_->port();
@@ -220,16 +217,16 @@ TcpStore::~TcpStore() {
   server_.reset();
 }
 
-std::vector<char> TcpStore::request(std::uint8_t command, const std::string& key,
-                                    const std::vector<char>& value) {
-  std::lock_guard<std::mutex> guard(lock_->mutex);
+std::optional<std::vector<char>> TcpStore::request(std::uint8_t command, const std::string& key,
+                                                   const std::vector<char>& value) {
+  std::lock_guard<std::mutex> guard(mutex_);
   const auto deadline = Clock::now() + std::max<std::chrono::milliseconds>(timeout_, kFrameTimeout);
   try {
     write_frame(socket_, command, key, value, deadline);
     std::uint8_t status = 0;
     socket_.read_exact(&status, 1, deadline);
     std::vector<char> reply = read_sized(socket_, deadline);
-    if (command == kGet && status == 0) throw std::out_of_range(key);
+    if (status == 0) return std::nullopt;
     return reply;
   } catch (const Error& error) {
     GROVE_CHECK(false, "rank ", rank_, " lost the rendezvous store at ", host_, ":", port_,
@@ -240,11 +237,7 @@ std::vector<char> TcpStore::request(std::uint8_t command, const std::string& key
 }
 
 std::optional<std::vector<char>> TcpStore::try_get(const std::string& key) {
-  try {
-    return request(kGet, key, {});
-  } catch (const std::out_of_range&) {
-    return std::nullopt;
-  }
+  return request(kGet, key, {});
 }
 
 std::vector<char> TcpStore::get(const std::string& key) { return get(key, timeout_); }
@@ -259,7 +252,7 @@ void TcpStore::set(const std::string& key, const std::vector<char>& value) {
 }
 
 std::int64_t TcpStore::add(const std::string& key, std::int64_t delta) {
-  return as_counter(request(kAdd, key, counter_bytes(delta)));
+  return as_counter(request(kAdd, key, counter_bytes(delta)).value_or(std::vector<char>()));
 }
 
 void TcpStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
@@ -326,6 +319,18 @@ std::string TcpStore::describe_gone_ranks() {
             " already finished (did every rank run the same collectives?)";
   }
   return text;
+}
+
+void TcpStore::throw_collective_failure(const char* what, const char* engine,
+                                        const std::string& engine_said) {
+  const std::string gone = describe_gone_ranks();
+  GROVE_CHECK(false, what, " failed on rank ", rank_, " of ", world_size_, " (", engine, "): ",
+              gone.empty() ? std::string("no rank is known to have exited") : gone, ". ",
+              engine, " said: ", engine_said,
+              gone.empty() ? ". If every rank is alive, check that all of them run the same "
+                             "collectives in the same order, or raise GROVE_TIMEOUT_S"
+                           : "");
+  std::abort();  // not reached
 }
 
 }  // namespace grove::dist

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ class TcpStore {
   GoneRanks gone_ranks();
   // "rank 1 exited without finishing (crashed or killed)", or "" when nobody is known gone.
   std::string describe_gone_ranks();
+  // Throws the error of a collective `what` that failed on this rank in `engine` ("gloo",
+  // "nccl"), naming the ranks that are gone and quoting what the engine said.
+  [[noreturn]] void throw_collective_failure(const char* what, const char* engine,
+                                             const std::string& engine_said);
 
   int port() const { return port_; }
   int rank() const { return rank_; }
@@ -69,8 +74,10 @@ class TcpStore {
   std::chrono::milliseconds timeout() const { return timeout_; }
 
  private:
-  std::vector<char> request(std::uint8_t command, const std::string& key,
-                            const std::vector<char>& value);
+  // One request and its reply; nullopt when the server answers "absent" (a get of a missing
+  // key).
+  std::optional<std::vector<char>> request(std::uint8_t command, const std::string& key,
+                                           const std::vector<char>& value);
 
   std::string host_;
   int port_;
@@ -79,8 +86,7 @@ class TcpStore {
   std::chrono::milliseconds timeout_;
   std::unique_ptr<StoreServer> server_;
   Socket socket_;
-  struct Lock;
-  std::unique_ptr<Lock> lock_;
+  std::mutex mutex_;  // one request at a time on socket_
 };
 
 }  // namespace grove::dist

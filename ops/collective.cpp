@@ -46,14 +46,14 @@ CollectiveEngine& engine_for(const OpCall& call, const Tensor& x) {
   return *found->second;
 }
 
-void check_common(const OpCall& call) {
+// What every collective needs: a contiguous tensor and an engine for its group and device.
+const CollectiveEngine& check_common(const OpCall& call) {
   const Tensor& x = call.input(0);
   GROVE_OP_CHECK(call, x.is_contiguous(),
                  "expected a contiguous tensor (collectives send its memory as one block), but "
                  "got strides ",
                  x.strides(), "; call contiguous() first");
-  const CollectiveEngine& engine = engine_for(call, x);
-  (void)engine;
+  return engine_for(call, x);
 }
 
 void infer_all_reduce(const OpCall& call, OutputSpecs& outputs) {
@@ -69,8 +69,7 @@ void infer_all_reduce(const OpCall& call, OutputSpecs& outputs) {
 }
 
 void infer_broadcast(const OpCall& call, OutputSpecs& outputs) {
-  check_common(call);
-  const CollectiveEngine& engine = engine_for(call, call.input(0));
+  const CollectiveEngine& engine = check_common(call);
   const std::int64_t root = call.attributes.ints[1];
   GROVE_OP_CHECK(call, root >= 0 && root < engine.world_size(), "expected a root rank in [0, ",
                  engine.world_size(), "), but got ", root);
@@ -78,9 +77,8 @@ void infer_broadcast(const OpCall& call, OutputSpecs& outputs) {
 }
 
 void infer_all_gather(const OpCall& call, OutputSpecs& outputs) {
-  check_common(call);
+  const CollectiveEngine& engine = check_common(call);
   const Tensor& x = call.input(0);
-  const CollectiveEngine& engine = engine_for(call, x);
   GROVE_OP_CHECK(call, x.dim() >= 1,
                  "expected a tensor of at least one dimension (ranks are stacked along dim 0), "
                  "but got a 0-d tensor; reshape it to (1)");

@@ -12,6 +12,7 @@ struct DistributedDataParallel::Bucket {
   std::vector<std::string> names;  // the parameters, in bucket order
   std::vector<Tensor> parameters;
   std::vector<std::int64_t> offsets;  // where each parameter starts in `flat`
+  std::int64_t numel = 0;             // the parameters' elements together: flat's size
   std::vector<bool> arrived;          // this step
   std::size_t pending = 0;            // gradients not arrived yet this step
   Tensor flat;                        // (total numel,) on the parameters' device and dtype
@@ -37,29 +38,25 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
   for (auto it = named.rbegin(); it != named.rend(); ++it) {
     const auto& [name, parameter] = *it;
     if (!parameter.requires_grad()) continue;
-    const std::size_t bytes =
-        static_cast<std::size_t>(parameter.numel()) * element_size(parameter.dtype());
-    Bucket* last = buckets_.empty() ? nullptr : buckets_.back().get();
-    const bool fits = last != nullptr &&
-                      last->parameters.front().device() == parameter.device() &&
-                      last->parameters.front().dtype() == parameter.dtype() &&
-                      (static_cast<std::size_t>(last->offsets.back() +
-                                                last->parameters.back().numel()) *
-                           element_size(parameter.dtype()) +
-                       bytes) <= options_.bucket_bytes;
+    const Bucket* last = buckets_.empty() ? nullptr : buckets_.back().get();
+    const bool fits =
+        last != nullptr && last->parameters.front().device() == parameter.device() &&
+        last->parameters.front().dtype() == parameter.dtype() &&
+        static_cast<std::size_t>(last->numel + parameter.numel()) *
+                element_size(parameter.dtype()) <=
+            options_.bucket_bytes;
     if (!fits) buckets_.push_back(std::make_unique<Bucket>());
     Bucket& bucket = *buckets_.back();
-    const std::int64_t offset =
-        bucket.parameters.empty() ? 0 : bucket.offsets.back() + bucket.parameters.back().numel();
     bucket.names.push_back(name);
     bucket.parameters.push_back(parameter);
-    bucket.offsets.push_back(offset);
+    bucket.offsets.push_back(bucket.numel);
+    bucket.numel += parameter.numel();
   }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     Bucket& bucket = *buckets_[b];
     const Tensor& first = bucket.parameters.front();
-    bucket.flat = zeros({bucket.offsets.back() + bucket.parameters.back().numel()},
-                        TensorOptions().dtype(first.dtype()).device(first.device()));
+    bucket.flat =
+        zeros({bucket.numel}, TensorOptions().dtype(first.dtype()).device(first.device()));
     bucket.arrived.assign(bucket.parameters.size(), false);
     bucket.pending = bucket.parameters.size();
     for (std::size_t slot = 0; slot < bucket.parameters.size(); ++slot) {
