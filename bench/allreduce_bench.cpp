@@ -1,12 +1,19 @@
 // All-reduce bandwidth of grove's collectives, in the figures nccl-tests prints: for each buffer
-// size, the median time of one in-place sum all-reduce, the algorithm bandwidth (bytes / time)
+// size, the time of one in-place sum all-reduce, the algorithm bandwidth (bytes / time)
 // and the bus bandwidth (algbw * 2 (n - 1) / n, what each link carries in a ring; comparable
 // across world sizes). bench/torch_allreduce.py measures PyTorch's torch.distributed the same
 // way; scripts/compare_dist.sh runs both in one call.
 //
+// The timing, as nccl-tests does it: after a barrier, --batch calls back to back, then one
+// synchronize; the time per call is that span over --batch, and the figure is the median over
+// --iters such spans. One call timed alone (--batch 1) measures mostly the launch and how far
+// apart the ranks arrived (the barrier goes through the TCP store, PyTorch's through NCCL), not
+// the transfer.
+//
 //   allreduce_bench --nproc 2 --device cuda          # one process per GPU (NCCL)
 //   allreduce_bench --nproc 4 --device cpu           # CPU processes (Gloo over the loopback)
-//   options: --sizes 4M,64M  --iters 50  --warmup 5  --graph (CUDA: replay one captured call)
+//   options: --sizes 4M,64M  --iters 50  --batch 20  --warmup 5
+//            --graph (CUDA: replay one captured call)
 // Started without GROVE_WORLD_SIZE, it launches --nproc copies of itself (dist/launch.h); rank 0
 // prints the table. Not a Google Benchmark suite: the timing spans several processes.
 #include <algorithm>
@@ -32,6 +39,7 @@ struct Options {
   std::string device = "cpu";
   std::vector<std::int64_t> sizes = {4 << 20, 64 << 20};  // bytes
   int iters = 50;
+  int batch = 20;
   int warmup = 5;
   bool graph = false;
 };
@@ -58,6 +66,7 @@ Options parse(int argc, char** argv) {
     if (flag == "--nproc") options.nproc = std::stoi(value());
     else if (flag == "--device") options.device = value();
     else if (flag == "--iters") options.iters = std::stoi(value());
+    else if (flag == "--batch") options.batch = std::stoi(value());
     else if (flag == "--warmup") options.warmup = std::stoi(value());
     else if (flag == "--graph") options.graph = true;
     else if (flag == "--sizes") {
@@ -70,11 +79,14 @@ Options parse(int argc, char** argv) {
       }
     } else {
       GROVE_CHECK(false, "unknown flag ", flag,
-                  "; expected --nproc, --device, --sizes, --iters, --warmup, --graph");
+                  "; expected --nproc, --device, --sizes, --iters, --batch, --warmup, --graph");
     }
   }
   GROVE_CHECK(options.device == "cpu" || options.device == "cuda",
               "expected --device cpu or cuda, got ", options.device);
+  GROVE_CHECK(options.iters >= 1 && options.batch >= 1,
+              "expected --iters and --batch of at least 1, got ", options.iters, " and ",
+              options.batch);
   GROVE_CHECK(!options.graph || options.device == "cuda", "--graph needs --device cuda");
   return options;
 }
@@ -91,9 +103,10 @@ int run_rank(const Options& options) {
   const Device device = options.device == "cuda" ? cuda(group.local_rank()) : kCPU;
   const int world = group.world_size();
   if (group.rank() == 0) {
-    std::printf("grove all_reduce_ (sum, float32, in place), %d ranks, %s%s, median of %d\n",
+    std::printf("grove all_reduce_ (sum, float32, in place), %d ranks, %s%s, median of %d x %d "
+                "calls\n",
                 world, options.device == "cuda" ? "NCCL" : "Gloo",
-                options.graph ? ", one captured call replayed" : "", options.iters);
+                options.graph ? ", one captured call replayed" : "", options.iters, options.batch);
     std::printf("%12s %12s %12s %12s\n", "bytes", "time us", "algbw GB/s", "busbw GB/s");
   }
   for (const std::int64_t bytes : options.sizes) {
@@ -126,9 +139,10 @@ int run_rank(const Options& options) {
     for (int i = 0; i < options.iters; ++i) {
       group.barrier();  // every rank starts together; the store's wait is outside the timing
       const auto start = Clock::now();
-      once();
+      for (int call = 0; call < options.batch; ++call) once();
       synchronize(stream);
-      seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+      seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count() /
+                        options.batch);
     }
     // The slowest rank's time is the collective's: take each iteration's maximum.
     const Tensor times = from_vector<double>(seconds, {}, kCPU);

@@ -1,5 +1,6 @@
 """PyTorch's all-reduce bandwidth, measured as bench/allreduce_bench.cpp measures grove's: for
-each size, the median time of one in-place sum all_reduce of float32, then the algorithm and bus
+each size, the time of one in-place sum all_reduce of float32 (the median over --iters spans of
+--batch calls back to back, each span over --batch), then the algorithm and bus
 bandwidth (nccl-tests' figures). Run under torchrun, one process per GPU (nccl) or per CPU
 process (gloo):
 
@@ -27,6 +28,7 @@ def main():
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cuda")
     parser.add_argument("--sizes", default="4M,64M")
     parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -39,7 +41,7 @@ def main():
     world, rank = dist.get_world_size(), dist.get_rank()
     if rank == 0:
         print(f"torch {torch.__version__} all_reduce (sum, float32, in place), {world} ranks, "
-              f"{dist.get_backend()}, median of {args.iters}")
+              f"{dist.get_backend()}, median of {args.iters} x {args.batch} calls")
         print(f"{'bytes':>12} {'time us':>12} {'algbw GB/s':>12} {'busbw GB/s':>12}")
     for size in [parse_size(s) for s in args.sizes.split(",")]:
         buffer = torch.ones(size // 4, dtype=torch.float32, device=device)
@@ -51,10 +53,11 @@ def main():
         for _ in range(args.iters):
             dist.barrier()
             start = time.perf_counter()
-            dist.all_reduce(buffer)
+            for _ in range(args.batch):
+                dist.all_reduce(buffer)
             if args.device == "cuda":
                 torch.cuda.synchronize()
-            seconds.append(time.perf_counter() - start)
+            seconds.append((time.perf_counter() - start) / args.batch)
         elapsed = statistics.median(seconds)
         algbw = size / elapsed / 1e9
         busbw = algbw * 2 * (world - 1) / world

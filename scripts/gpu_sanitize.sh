@@ -5,17 +5,26 @@
 # usable alone on a configured and built CUDA build folder:
 #
 #   scripts/gpu_sanitize.sh BUILD_DIR RESULTS_DIR TOOL...
-#   SHARDS=8 SHARD_TIMEOUT=480 ONLY=ops_cuda_tests scripts/gpu_sanitize.sh build-gpu out racecheck
+#   SHARDS=8 SHARD_TIMEOUT=480 ONLY=ops_cuda_tests,core_cuda_tests \
+#     scripts/gpu_sanitize.sh build-gpu out racecheck
 #
 # What it runs: every executable that holds a test labelled `gpu` (from `ctest --show-only`),
 # whole, split into SHARDS gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX); one tool at a
 # time, with every executable's shards side by side on the one GPU, because racecheck slows
 # shared-memory kernels down by orders of magnitude and one process per executable would not
-# finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout").
+# finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout"),
+# named with the test it was in; RESULTS_DIR/slowest.<tool>.txt lists the slowest tests that
+# finished, to show which shapes to shrink.
 #
 # What it leaves out, by name and never by suppressing reports: the tests whose names hold
 # "OutOfMemory". They ask cudaMalloc for 1 PiB on purpose to test the error path, and memcheck
 # reports every failed cudaMalloc as an API error.
+#
+# What it counts apart, printed but not failing the run: API errors raised inside NCCL's own
+# library (libnccl in the top two frames of the report's host backtrace). NCCL probes its kernels
+# with cudaFuncGetAttributes, and those built for other GPUs answer "no kernel image is available"
+# (12 reports per communicator on an H200); the call is NCCL's, its error expected and handled.
+# Every other report counts.
 #
 # Exit status: 0 when every tool reported 0 errors and every shard's tests passed, else 1.
 set -euo pipefail
@@ -27,7 +36,7 @@ results=$2
 shift 2
 shards=${SHARDS:-8}
 shard_timeout=${SHARD_TIMEOUT:-480}  # racecheck needs it: 70 s timed most shards out
-only=${ONLY:-}
+only=,${ONLY:-},  # a comma-separated list of executable names; empty: all
 for tool in "$@"; do
   case $tool in memcheck | racecheck | synccheck | initcheck) ;;
     *) echo "unknown compute-sanitizer tool '$tool' (memcheck, racecheck, synccheck, initcheck)" >&2
@@ -57,7 +66,7 @@ for tool in "$@"; do
   declare -A pids=()
   for executable in "${executables[@]}"; do
     name=$(basename "$executable")
-    [[ -z $only || $name == "$only" ]] || continue
+    [[ $only == ,, || $only == *,$name,* ]] || continue
     for ((shard = 0; shard < shards; shard++)); do
       GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard OMP_NUM_THREADS=1 \
         timeout "$shard_timeout" compute-sanitizer --tool "$tool" --error-exitcode 99 \
@@ -68,8 +77,8 @@ for tool in "$@"; do
   done
   for executable in "${executables[@]}"; do
     name=$(basename "$executable")
-    [[ -z $only || $name == "$only" ]] || continue
-    errors=0 tests=0 failed=0 notes=""
+    [[ $only == ,, || $only == *,$name,* ]] || continue
+    errors=0 tests=0 failed=0 nccl_errors=0 notes=""
     for ((shard = 0; shard < shards; shard++)); do
       rc=0
       wait "${pids[$name.$shard]}" || rc=$?
@@ -78,7 +87,9 @@ for tool in "$@"; do
       # displayed (E errors, W warnings)".
       count=$(grep -oE 'ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors' "$log" | grep -oE '[0-9]+' |
         tail -1 || true)
-      errors=$((errors + ${count:-0}))
+      nccl=$(grep -A3 'Program hit' "$log" | grep -c 'Host Frame:.*in libnccl' || true)
+      errors=$((errors + ${count:-0} - ${nccl:-0}))
+      nccl_errors=$((nccl_errors + ${nccl:-0}))
       ran=$(grep -oE '^\[==========\] [0-9]+ tests? from' "$log" | grep -oE '[0-9]+' | head -1 ||
         true)
       tests=$((tests + ${ran:-0}))
@@ -89,14 +100,23 @@ for tool in "$@"; do
       if [[ $rc != 0 && ${ran:-0} == 0 ]] && grep -q "before first instrumented" "$log"; then
         rc=0
       fi
-      if [[ $rc == 124 ]]; then notes+="shard $shard timeout; "
+      # Only NCCL's own API errors were reported: the sanitizer's exit code says error, we do not.
+      if [[ $rc == 99 && ${count:-0} == "${nccl:-0}" && ${bad:-0} == 0 ]]; then rc=0; fi
+      if [[ $rc == 124 ]]; then
+        running=$(grep -oE '^\[ RUN      \] .*' "$log" | tail -1 | cut -c14- || true)
+        notes+="shard $shard timeout in ${running:-?}; "
       elif [[ $rc != 0 && -z $count && -z $bad ]]; then notes+="shard $shard exit $rc; "
       fi
       [[ $rc == 0 ]] || status=1
     done
+    [[ $nccl_errors == 0 ]] || notes+="$nccl_errors API errors inside libnccl not counted; "
     [[ $errors == 0 ]] || notes+="see $results/${name}.${tool}.*.log"
     printf '%-22s %-10s %8s %7s %7s  %s\n' "$name" "$tool" "$errors" "$tests" "$failed" "$notes"
   done
+  # gtest's "[       OK ] Suite.Name (N ms)" lines of every shard of this tool, slowest first.
+  cat "$results"/*."$tool".*.log 2>/dev/null | grep -E '^\[       OK \] .* \([0-9]+ ms\)$' |
+    sed -E 's/^\[       OK \] (.*) \(([0-9]+) ms\)$/\2 ms  \1/' | sort -rn | head -20 \
+    >"$results/slowest.$tool.txt" || true
   unset pids
 done
 exit $status

@@ -8,11 +8,13 @@
 //   dist_worker die DIR                the last rank kills itself (SIGKILL) after two
 //                                      all-reduces; the others must get a grove::Error: they
 //                                      write its message to DIR/rank<r>.txt and exit 3
-//   dist_worker ddp DIR MODE STEPS     trains the reference MLP for STEPS steps on a fixed
+//   dist_worker ddp DIR MODE STEPS [cuda]
+//                                      trains the reference MLP for STEPS steps on a fixed
 //                                      global batch of 16 synthetic images, each rank on its
 //                                      shard, with DistributedDataParallel; MODE eager or
 //                                      graphed (the whole step compiled); rank 0 writes the
-//                                      final parameters to DIR/params_w<world>_<mode>.bin
+//                                      final parameters to DIR/params_w<world>_<mode>.bin.
+//                                      With `cuda`: on cuda(local rank), reduced through NCCL
 // Anything unexpected prints a line to standard error and exits 1.
 #include <signal.h>
 #include <unistd.h>
@@ -126,7 +128,7 @@ int die(const std::string& dir) {
   return 4;
 }
 
-int ddp(const std::string& dir, const std::string& mode, int steps) {
+int ddp(const std::string& dir, const std::string& mode, int steps, Device device) {
   dist::ProcessGroup& group = dist::default_process_group();
   const std::int64_t global_batch = 16;
   const std::int64_t shard = global_batch / group.world_size();
@@ -134,11 +136,12 @@ int ddp(const std::string& dir, const std::string& mode, int steps) {
   // The same global batch on every rank (same seed); each rank takes its rows.
   const Tensor images = ops::randn({global_batch, 784});
   const Tensor labels = ops::randint(0, 10, {global_batch});
-  const Tensor inputs = images.narrow(0, group.rank() * shard, shard).contiguous();
-  const Tensor targets = labels.narrow(0, group.rank() * shard, shard).contiguous();
+  const Tensor inputs = images.narrow(0, group.rank() * shard, shard).contiguous().to(device);
+  const Tensor targets = labels.narrow(0, group.rank() * shard, shard).contiguous().to(device);
 
   default_generator(kCPU).manual_seed(100 + static_cast<std::uint64_t>(group.rank()));
   auto model = std::make_shared<zoo::Mlp>();  // different initial weights on each rank...
+  model->to(device);
   nn::DdpOptions ddp_options;
   ddp_options.bucket_bytes = 64 * 1024;  // several buckets for the MLP's 0.9 MB
   nn::DistributedDataParallel ddp(model, ddp_options);  // ...until rank 0's are broadcast
@@ -167,7 +170,8 @@ int ddp(const std::string& dir, const std::string& mode, int steps) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    const bool on_cuda = args.size() == 2 && args[0] == "collectives" && args[1] == "cuda";
+    const bool on_cuda = (args.size() == 2 && args[0] == "collectives" && args[1] == "cuda") ||
+                         (args.size() == 5 && args[0] == "ddp" && args[4] == "cuda");
     dist::ProcessGroupOptions options = dist::ProcessGroupOptions::from_environment();
     options.cuda = on_cuda;
     dist::init_process_group(options);
@@ -176,11 +180,12 @@ int main(int argc, char** argv) {
       status = collectives(on_cuda ? cuda(dist::default_process_group().local_rank()) : kCPU);
     } else if (args.size() == 2 && args[0] == "die") {
       status = die(args[1]);
-    } else if (args.size() == 4 && args[0] == "ddp") {
-      status = ddp(args[1], args[2], std::stoi(args[3]));
+    } else if ((args.size() == 4 || args.size() == 5) && args[0] == "ddp") {
+      const Device device = on_cuda ? cuda(dist::default_process_group().local_rank()) : kCPU;
+      status = ddp(args[1], args[2], std::stoi(args[3]), device);
     } else {
       std::cerr << "usage: dist_worker collectives [cuda] | die DIR | "
-                   "ddp DIR eager|graphed STEPS\n";
+                   "ddp DIR eager|graphed STEPS [cuda]\n";
     }
     // After a peer died too: rank 0 keeps the store until the others have left or are gone.
     dist::destroy_process_group();
