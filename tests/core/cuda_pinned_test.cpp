@@ -13,6 +13,7 @@
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "tests/core/cuda_test_util.h"
+#include "tests/sanitizer_scale.h"
 
 namespace grove {
 namespace {
@@ -32,9 +33,11 @@ std::vector<float> ramp(std::int64_t n, float start) {
 // it is still waiting when the host goes on (an H200 copies 256 MiB in roughly 0.2 ms). The
 // tensors die on return: their blocks go back to the cache, reusable by later work on the
 // stream (the allocator test of cuda_test.cpp expects nothing to stay allocated).
+// 40 copies of 256 MiB (4 MiB under compute-sanitizer: Note [GPU tests under compute-sanitizer]).
 void queue_slow_work() {
-  const Tensor a = zeros({std::int64_t{1} << 26}, kGpu);  // 256 MiB of float32
-  const Tensor b = zeros({std::int64_t{1} << 26}, kGpu);
+  const std::int64_t n = grove::testing::sanitizer_scaled(std::int64_t{1} << 26, 1 << 20);
+  const Tensor a = zeros({n}, kGpu);
+  const Tensor b = zeros({n}, kGpu);
   for (int i = 0; i < 40; ++i) a.copy_(b);
 }
 

@@ -24,6 +24,7 @@
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "tests/core/cuda_test_util.h"
+#include "tests/sanitizer_scale.h"
 
 namespace grove {
 namespace {
@@ -138,7 +139,8 @@ TEST(CudaAllocatorTest, CrossStreamReuseWaitsForTheEvent) {
 // thread is busy, which is not what the ordering is about.)
 TEST(CudaStreamTest, WaitStreamOrdersWorkWithoutBlockingTheHost) {
   SKIP_WITHOUT_GPU();
-  const Tensor source = full({1 << 24}, 0.0f).to(kGpu);
+  // 64 MiB per fill; 256 KiB under compute-sanitizer (Note [GPU tests under compute-sanitizer]).
+  const Tensor source = full({grove::testing::sanitizer_scaled(1 << 24, 1 << 16)}, 0.0f).to(kGpu);
   synchronize(default_stream(kGpu));
   for (int round = 0; round < 3; ++round) {
     {

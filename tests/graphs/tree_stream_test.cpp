@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 
 #include "tree_test_util.h"
+#include "tests/sanitizer_scale.h"
 
 namespace grove::graphs {
 namespace {
@@ -19,9 +20,11 @@ using testing::values;
 using testing::with_manager;
 
 // Large enough on a GPU that the caller's kernels below take about a millisecond (16 MiB per
-// pass, 32 passes); small on the CPU, where they run at once anyway.
+// pass, 32 passes); small on the CPU, where they run at once anyway, and under compute-sanitizer,
+// where every kernel is slow (Note [GPU tests under compute-sanitizer]).
 std::int64_t stream_test_size() {
-  return kTestDevice.is_cpu() ? 1024 : std::int64_t{1} << 22;
+  if (kTestDevice.is_cpu()) return 1024;
+  return grove::testing::sanitizer_scaled(std::int64_t{1} << 22, 1 << 14);
 }
 
 // y = 17 x, as 16 kernels: a replay long enough for a read that does not wait to see it unfinished.
