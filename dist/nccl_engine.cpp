@@ -13,6 +13,14 @@
 // store says a rank exited without finishing (Note [Who went away] in dist/tcp_store.h) it aborts
 // the communicator, which ends the spinning kernels, and the next call throws an error that names
 // that rank.
+//
+// The price, measured on two H200s: NCCL finishes a non-blocking call's launch asynchronously
+// and the caller polls, which costs an eager call 30-60 us of host time (a 4 MiB all-reduce 65 us
+// back to back, 35.6 us with a blocking communicator; 256 KiB 70 against 10 us). A collective
+// captured in a graph is replayed without a launch and pays nothing, so graphed data-parallel
+// steps keep the safety for free. A blocking communicator with a watchdog over CUDA events, as
+// PyTorch's, would be cheaper eagerly but a host call stuck while connecting to a dead peer could
+// then not be ended.
 #include "dist/process_group.h"
 
 #if defined(GROVE_HAS_NCCL)
