@@ -234,9 +234,12 @@ std::shared_ptr<TracedFunction> TracedFunction::trace(
     traced->parts_ = partition_joint(joint, traced->num_inputs_, traced->num_outputs_, forward_end);
     traced->parts_->forward.verify();
     traced->parts_->backward.verify();
+    traced->parts_->forward.compact_uniform_constants();
+    traced->parts_->backward.compact_uniform_constants();
   } else {
     traced->inference_ = without_dead_nodes(joint, joint.name() + "_inference");
     traced->inference_->verify();
+    traced->inference_->compact_uniform_constants();
   }
   traced->build(options);
   return traced;

@@ -3,6 +3,8 @@
 #include "graphs/ir/graph.h"
 
 #include "core/error.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
 
 namespace grove::graphs {
 namespace {
@@ -183,6 +185,29 @@ OutputAlias Graph::output_alias(std::size_t output) const {
             static_cast<std::int32_t>(earlier)};
   }
   return {};
+}
+
+void Graph::compact_uniform_constants() {
+  std::vector<bool> written(constants_.size(), false);
+  for (const Node& node : nodes_) {
+    if (!node.in_place) continue;
+    const Value& root_value = value(root(node.inputs[0]));
+    if (root_value.origin == ValueOrigin::Constant) {
+      written[static_cast<std::size_t>(root_value.index)] = true;
+    }
+  }
+  for (std::size_t i = 0; i < constants_.size(); ++i) {
+    const Tensor& snapshot = constant_values_[i];
+    if (!written[i] || snapshot.numel() < 2 || !snapshot.is_contiguous()) continue;
+    const Tensor flat = snapshot.reshape({snapshot.numel()});
+    const Tensor first = flat.narrow(0, 0, 1);
+    // NaN equals nothing, so a snapshot holding one is never taken for uniform.
+    const std::int64_t equal =
+        ops::sum(ops::eq(flat, first).to(DType::Int64)).to(kCPU).item<std::int64_t>();
+    if (equal != snapshot.numel()) continue;
+    const DimVector ones(snapshot.sizes().size(), 1);
+    constant_values_[i] = first.clone().reshape(ones).expand(snapshot.sizes());
+  }
 }
 
 }  // namespace grove::graphs

@@ -155,6 +155,15 @@ class Graph {
   //     keeps its source's sizes; a Write's source broadcasts to its target.
   void verify() const;
 
+  // Keeps each constant the graph writes in place, and whose elements are all equal (the zeros
+  // autograd makes for the gradient of a slice or a select), as one element broadcast to its
+  // sizes instead of a full snapshot. A written constant is cloned at the start of every run
+  // (graphs/ir/interpreter.h), and a clone of the broadcast is the same dense tensor, so runs
+  // are unchanged while the snapshot's memory is freed. Reads the constants' values (a device
+  // synchronisation): call it once, after the trace, before the graph runs. Constants only read
+  // are left as they are: they are used in place, with their recorded strides.
+  void compact_uniform_constants();
+
  private:
   ValueId add_value(Value value);
 

@@ -74,6 +74,7 @@ Interpreter::Interpreter(const Graph& graph)
     memory_read_later[static_cast<std::size_t>(graph.root(output))] = true;
   }
   last_use_.resize(graph.nodes().size());
+  release_after_.resize(graph.nodes().size());
   copy_moves_.assign(graph.nodes().size(), false);
   for (std::size_t n = graph.nodes().size(); n-- > 0;) {
     const Node& node = graph.nodes()[n];
@@ -100,6 +101,16 @@ Interpreter::Interpreter(const Graph& graph)
       }
       last[i] = !read_later[id] && !again_in_node;
     }
+    // Views, copies and writes read through the environment, not the scratch buffer: the
+    // values they read last are dropped after them. So are results nothing reads.
+    if (node.kind != NodeKind::Op) {
+      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+        if (last[i]) release_after_[n].push_back(node.inputs[i]);
+      }
+    }
+    for (const ValueId output : node.outputs) {
+      if (!read_later[static_cast<std::size_t>(output)]) release_after_[n].push_back(output);
+    }
     for (const ValueId input : node.inputs) {
       read_later[static_cast<std::size_t>(input)] = true;
       memory_read_later[static_cast<std::size_t>(graph.root(input))] = true;
@@ -114,6 +125,22 @@ Interpreter::Interpreter(const Graph& graph)
     const Value& root = graph.value(graph.root(node.inputs[0]));
     if (root.origin == ValueOrigin::Constant) {
       constant_is_written_[static_cast<std::size_t>(root.index)] = true;
+    }
+  }
+  // A written constant's fresh copy is made just before the first node that reads it, not at
+  // the start of the run: the zeros of a slice's gradient are needed late in a backward, and
+  // made all at the start they would add to the run's peak memory.
+  clone_before_.resize(graph.nodes().size());
+  std::vector<bool> placed(graph.constants().size(), false);
+  for (std::size_t n = 0; n < graph.nodes().size(); ++n) {
+    for (const ValueId input : graph.nodes()[n].inputs) {
+      const Value& value = graph.value(input);
+      const auto index = static_cast<std::size_t>(value.index);
+      if (value.origin != ValueOrigin::Constant || !constant_is_written_[index] || placed[index]) {
+        continue;
+      }
+      placed[index] = true;
+      clone_before_[n].push_back(index);
     }
   }
 }
@@ -137,12 +164,14 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
     env[static_cast<std::size_t>(graph_.statics()[i])] = statics[i];
   }
   for (std::size_t i = 0; i < graph_.constants().size(); ++i) {
-    const Tensor& constant = graph_.constant_value(i);
-    env[static_cast<std::size_t>(graph_.constants()[i])] =
-        constant_is_written_[i] ? constant.clone() : constant;
+    if (constant_is_written_[i]) continue;  // cloned before its first reader
+    env[static_cast<std::size_t>(graph_.constants()[i])] = graph_.constant_value(i);
   }
   for (std::size_t n = 0; n < graph_.nodes().size(); ++n) {
     const Node& node = graph_.nodes()[n];
+    for (const std::size_t i : clone_before_[n]) {
+      env[static_cast<std::size_t>(graph_.constants()[i])] = graph_.constant_value(i).clone();
+    }
     switch (node.kind) {
       case NodeKind::Op: {
         scratch_.clear();
@@ -155,6 +184,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
           }
         }
         const ops::OpOutputs outputs = ops::dispatch(*entries_[n], scratch_, node.attributes);
+        scratch_.clear();  // the inputs read here for the last time die now
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
           env[static_cast<std::size_t>(node.outputs[o])] = outputs[o];
         }
@@ -185,6 +215,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
         break;
       }
     }
+    for (const ValueId dead : release_after_[n]) env[static_cast<std::size_t>(dead)] = Tensor();
   }
   scratch_.clear();  // before the results are gathered, as the guard would only after
   std::vector<Tensor> results;

@@ -9,13 +9,15 @@
 // trace.
 //
 // Constants (graphs/ir/graph.h) are read in place unless the graph writes into them; those are
-// cloned at the start of each run, so every run starts from the traced values.
+// cloned in each run just before their first reader, so every run starts from the traced
+// values.
 //
 // Cost: one std::vector of tensor handles per run; no heap allocation per node for metadata
 // (each node's OpEntry is looked up once, in the constructor; the op's outputs come back in a
 // fixed-size OpOutputs; inputs are gathered into a reused buffer). A value's handle is moved,
-// not copied, into the node that reads it last, so intermediate values die as soon as nothing
-// needs them, as they would in the eager function. A copy of a value that nothing reads
+// not copied, into the op that reads it last, or dropped after the view, copy or write that
+// does, and a result nothing reads is dropped at once, so intermediate values die as soon as
+// nothing needs them, as they would in the eager function. A copy of a value that nothing reads
 // afterwards, through it or through a view of its memory, hands the value itself on instead of
 // copying it (autograd clones a gradient it cannot adopt while a trace holds a handle on it; a
 // replay need not). Not thread-safe: one run at a time per
@@ -46,7 +48,11 @@ class Interpreter {
   // Per node, per input: whether this node is the value's last reader (and the value is not a
   // graph output), so its handle can be moved out of the environment.
   std::vector<std::vector<bool>> last_use_;
+  // Per node: values to drop from the environment after it ran; those a view, copy or write
+  // read last, and its results that nothing reads (an op's unused second result, say).
+  std::vector<std::vector<ValueId>> release_after_;
   std::vector<bool> constant_is_written_;
+  std::vector<std::vector<std::size_t>> clone_before_;  // per node: written constants to copy
   std::vector<bool> copy_moves_;  // per node: a Copy whose source is dead after it (see above)
   std::vector<Tensor> scratch_;   // a node's inputs, reused from node to node
 };

@@ -2,6 +2,8 @@
 // See Note [What a trace sees] in tracer.h.
 #include "graphs/trace/tracer.h"
 
+#include <unordered_set>
+
 #include "core/error.h"
 #include "core/storage.h"
 
@@ -50,43 +52,41 @@ void Tracer::finish(const std::vector<Tensor>& outputs) {
 
 std::vector<std::string> Tracer::values_kept_outside(const std::vector<Tensor>& results) const {
   GROVE_INTERNAL_ASSERT(!active_, "values_kept_outside before finish()");
-  std::unordered_map<const Storage*, std::size_t> impls_seen;  // distinct impls per storage
-  std::unordered_map<const TensorImpl*, std::size_t> handles_seen;
-  for (const Tensor& tensor : seen_) {
-    if (++handles_seen[tensor.impl()] == 1) ++impls_seen[tensor.storage().get()];
-  }
-  std::unordered_map<const Storage*, bool> allowed;
+  // The tracer holds no strong handle: a storage made during the trace that is still alive is
+  // held by somebody, through a tensor the trace saw or another handle on its memory.
+  std::unordered_set<const Storage*> allowed;
   for (const Tensor& result : results) {
-    if (result.defined()) allowed[result.storage().get()] = true;
+    if (result.defined()) allowed.insert(result.storage().get());
   }
-  std::unordered_map<const Storage*, bool> static_storages;
-  for (const Tensor& tensor : static_tensors_) static_storages[tensor.storage().get()] = true;
+  for (const Tensor& tensor : static_tensors_) allowed.insert(tensor.storage().get());
   std::vector<std::string> kept;
-  std::unordered_map<const Storage*, bool> reported;
-  for (const Tensor& tensor : seen_) {
-    const Storage* storage = tensor.storage().get();
-    if (storage->serial() <= first_serial_ || allowed.contains(storage)) continue;
-    if (static_storages.contains(storage)) continue;  // registered with add_static
-    const bool other_impl = tensor.storage().use_count() > impls_seen.at(storage);
-    const bool other_handle = tensor.impl()->strong_count() > handles_seen.at(tensor.impl());
-    if ((other_impl || other_handle) && !reported[storage]) {
-      reported[storage] = true;
-      kept.push_back(graph_.describe_value(values_.at(tensor.impl())));
+  for (const Storage* key : storage_order_) {
+    const StorageValues& entry = by_storage_.at(key);
+    if (entry.storage.expired() || key->serial() <= first_serial_ || allowed.contains(key)) {
+      continue;
     }
+    kept.push_back(graph_.describe_value(entry.values.front()));
   }
   return kept;
 }
 
 void Tracer::define(const Tensor& tensor, ValueId value) {
-  values_[tensor.impl()] = value;
-  by_storage_[tensor.storage().get()].push_back(value);
-  seen_.push_back(tensor);
+  if (values_.insert_or_assign(tensor.impl(), value).second) {
+    seen_.emplace_back(IntrusivePtr<TensorImpl>(tensor.impl()));
+  }
+  const Storage* storage = tensor.storage().get();
+  auto [entry, added] = by_storage_.try_emplace(storage);
+  if (added) {
+    entry->second.storage = WeakIntrusivePtr<Storage>(tensor.storage());
+    storage_order_.push_back(storage);
+  }
+  entry->second.values.push_back(value);
 }
 
 std::optional<ValueId> Tracer::alias_of(const Tensor& tensor) {
   const auto found = by_storage_.find(tensor.storage().get());
   if (found == by_storage_.end()) return std::nullopt;
-  const std::vector<ValueId>& over_storage = found->second;
+  const std::vector<ValueId>& over_storage = found->second.values;
   for (auto it = over_storage.rbegin(); it != over_storage.rend(); ++it) {
     const Value& v = graph_.value(*it);
     if (IntArrayRef(v.sizes) == tensor.sizes() && IntArrayRef(v.strides) == tensor.strides() &&

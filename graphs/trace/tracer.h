@@ -28,8 +28,10 @@
 // core/host_reads.h), which compile() turns into an eager fallback with the reason.
 //
 // Usage: Tracer tracer(graph); add the inputs; call the function; finish(outputs). One Tracer
-// per trace; it keeps every tensor it saw alive until it dies, so a freed tensor's address can
-// never be mistaken for another's.
+// per trace. It holds the tensors it saw, and their storages, by weak handles only: a value's
+// memory is freed when the function drops its last handle, as it would be eagerly, so a trace
+// needs no more memory than an eager call; the objects themselves outlive the trace, so a freed
+// tensor's or storage's address is never mistaken for another's.
 #pragma once
 
 #include <optional>
@@ -86,9 +88,14 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
 
   Graph& graph_;
   std::uint64_t first_serial_;  // storages with a larger serial were made during the trace
+  struct StorageValues {
+    WeakIntrusivePtr<Storage> storage;  // keeps the object (not its memory) for the trace
+    std::vector<ValueId> values;        // over this storage, in definition order
+  };
   std::unordered_map<const TensorImpl*, ValueId> values_;
-  std::unordered_map<const Storage*, std::vector<ValueId>> by_storage_;  // in definition order
-  std::vector<Tensor> seen_;  // keeps every traced tensor's impl alive (see the file comment)
+  std::unordered_map<const Storage*, StorageValues> by_storage_;
+  std::vector<const Storage*> storage_order_;       // the keys of by_storage_, first seen first
+  std::vector<WeakIntrusivePtr<TensorImpl>> seen_;  // the keys of values_ (see the file comment)
   std::vector<Tensor> static_tensors_;
   bool active_ = false;
   std::optional<NoHostReadsGuard> no_host_reads_;  // from the constructor to finish()

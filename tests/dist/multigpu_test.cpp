@@ -25,10 +25,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-#define SKIP_WITHOUT_TWO_GPUS()                                                               \
-  do {                                                                                        \
+#define SKIP_WITHOUT_TWO_GPUS()                                                                 \
+  do {                                                                                          \
     if (cuda_device_count() < 2) GTEST_SKIP() << "needs 2 GPUs, found " << cuda_device_count(); \
-    if (!has_nccl()) GTEST_SKIP() << "this build has no NCCL";                                \
+    if (!has_nccl()) GTEST_SKIP() << "this build has no NCCL";                                  \
   } while (false)
 
 int run_job(int nproc, std::vector<std::string> args) {
@@ -65,8 +65,8 @@ class MultiGpuDdp : public ::testing::TestWithParam<std::string> {};
 TEST_P(MultiGpuDdp, TwoGpusEqualOneOnTheGlobalBatch) {
   SKIP_WITHOUT_TWO_GPUS();
   const std::string mode = GetParam();
-  const fs::path dir = fs::temp_directory_path() /
-                       ("grove_multigpu_ddp_" + mode + "_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("grove_multigpu_ddp_" + mode + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   ASSERT_EQ(run_job(1, {"ddp", dir.string(), mode, "20", "cuda"}), 0);
   ASSERT_EQ(run_job(2, {"ddp", dir.string(), mode, "20", "cuda"}), 0);
