@@ -86,6 +86,7 @@ const PoolCase kPoolCases[] = {
     {"unbatched_3d",         {3, 6, 6},      {2, 2, 2, 2, 0, 0}},
     {"transposed_input",     {2, 3, 6, 7},   {3, 3, 2, 2, 1, 1}, Values::Random, true},
     {"ties_first_wins",      {2, 2, 8, 8},   {3, 3, 1, 1, 1, 1}, Values::Ties},
+    {"ties_kernel_2",        {2, 2, 8, 9},   {2, 2, 2, 2, 0, 0}, Values::Ties},
     {"negative_with_padding",{1, 2, 5, 5},   {2, 2, 2, 2, 1, 1}, Values::Negative},
     {"batch_0",              {0, 3, 4, 4},   {2, 2, 2, 2, 0, 0}},
     // Above the threading threshold.
@@ -169,6 +170,56 @@ TEST(MaxPool2d, NanWinsLikePyTorch) {
   const auto [values, indices] = max_pool2d_with_indices(input, {2});
   EXPECT_TRUE(std::isnan(values.to_vector<float>()[0]));
   EXPECT_EQ(indices.to_vector<std::int64_t>()[0], 1);
+}
+
+// NaN, infinities and ties by PyTorch's rules, for 2x2 windows at stride 2 (the cnn's) and 3x3
+// windows with padding, over contiguous and transposed inputs: a NaN always takes the place (the
+// last NaN of a window wins), a window of -inf keeps its first element, and the first of equal
+// maxima wins.
+TEST(MaxPool2d, NanInfinitiesAndTiesFollowOneRuleOnEveryPath) {
+  std::vector<float> data(2 * 3 * 8 * 9);
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    switch (i % 11) {
+      case 0:
+        data[i] = NAN;
+        break;
+      case 3:
+      case 4:
+        data[i] = -INFINITY;
+        break;
+      case 7:
+        data[i] = INFINITY;
+        break;
+      default:
+        data[i] = static_cast<float>((i * 7) % 3);  // ties
+    }
+  }
+  // Windows of -inf only, and of two NaNs.
+  for (std::size_t i : {0u, 1u, 9u, 10u}) data[72 + i] = -INFINITY;
+  data[144] = NAN;
+  data[153] = NAN;
+  const Tensor contiguous = from_vector<float>(data, {2, 3, 8, 9});
+  const Tensor transposed = contiguous.transpose(-2, -1).contiguous().transpose(-2, -1);
+  const Window windows[] = {{2, 2, 2, 2, 0, 0}, {3, 3, 2, 2, 1, 1}};
+  for (const Tensor& input : {contiguous, transposed}) {
+    for (const Window& w : windows) {
+      const std::int64_t out_h = (8 + 2 * w.padding_h - w.kernel_h) / w.stride_h + 1;
+      const std::int64_t out_w = (9 + 2 * w.padding_w - w.kernel_w) / w.stride_w + 1;
+      const Reference expected = reference_pool(input, w, out_h, out_w);
+      const auto [values, indices] = max_pool2d_with_indices(
+          input, {w.kernel_h, w.kernel_w}, {w.stride_h, w.stride_w}, {w.padding_h, w.padding_w});
+      const std::string where = "kernel " + std::to_string(w.kernel_h) +
+                                (input.is_contiguous() ? ", contiguous" : ", transposed");
+      EXPECT_EQ(elements(indices), expected.indices) << where;
+      const std::vector<double> got = elements(values);
+      ASSERT_EQ(got.size(), expected.max_values.size()) << where;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        const double want = expected.max_values[i];
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want)
+            << where << ": output " << i << " is " << got[i] << ", expected " << want;
+      }
+    }
+  }
 }
 
 TEST(MaxPool2d, ErrorsNameTheOpAndShapes) {
