@@ -12,7 +12,8 @@
 #       compute-sanitizer tool, split into SHARDS (default 8) gtest shards run side by side, each
 #       shard limited to SHARD_TIMEOUT seconds (default 480). The tests that provoke an
 #       out-of-memory on purpose (their names hold "OutOfMemory") are left out by name: a failed
-#       cudaMalloc of 1 PiB is an error report by design, not a bug. Prints one line per
+#       cudaMalloc of 1 PiB is an error report by design, not a bug (and under racecheck the
+#       NCCL tests; see scripts/gpu_sanitize.sh). Prints one line per
 #       executable and tool with the sanitizer's error count; exits non-zero on any error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
