@@ -200,13 +200,19 @@ void Graph::compact_uniform_constants() {
     const Tensor& snapshot = constant_values_[i];
     if (!written[i] || snapshot.numel() < 2 || !snapshot.is_contiguous()) continue;
     const Tensor flat = snapshot.reshape({snapshot.numel()});
-    const Tensor first = flat.narrow(0, 0, 1);
-    // NaN equals nothing, so a snapshot holding one is never taken for uniform.
-    const std::int64_t equal =
-        ops::sum(ops::eq(flat, first).to(DType::Int64)).to(kCPU).item<std::int64_t>();
-    if (equal != snapshot.numel()) continue;
+    // NaN equals nothing, so a snapshot holding one is never taken for uniform; 0 and -0 are
+    // equal but their reciprocals (+inf, -inf) are not, so a replay keeps every zero's sign.
+    auto all_equal = [&](const Tensor& values) {
+      const Tensor same = ops::eq(values, values.narrow(0, 0, 1)).to(DType::Int64);
+      return ops::sum(same).to(kCPU).item<std::int64_t>() == values.numel();
+    };
+    if (!all_equal(flat)) continue;
+    if (is_floating_point(snapshot.dtype())) {
+      const Tensor one = full({}, 1.0, TensorOptions(flat.dtype()).device(flat.device()));
+      if (!all_equal(ops::div(one, flat))) continue;
+    }
     const DimVector ones(snapshot.sizes().size(), 1);
-    constant_values_[i] = first.clone().reshape(ones).expand(snapshot.sizes());
+    constant_values_[i] = flat.narrow(0, 0, 1).clone().reshape(ones).expand(snapshot.sizes());
   }
 }
 

@@ -1,6 +1,8 @@
 // Interpreter: node by node, the same calls the traced function made. See interpreter.h.
 #include "graphs/ir/interpreter.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "ops/op_table.h"
 
@@ -102,10 +104,16 @@ Interpreter::Interpreter(const Graph& graph)
       last[i] = !read_later[id] && !again_in_node;
     }
     // Views, copies and writes read through the environment, not the scratch buffer: the
-    // values they read last are dropped after them. So are results nothing reads.
-    if (node.kind != NodeKind::Op) {
-      for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-        if (last[i]) release_after_[n].push_back(node.inputs[i]);
+    // values they read last are dropped after them. So are values an op reads last in two slots
+    // (x * x: copied into both, not moved), and results nothing reads.
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const auto id = static_cast<std::size_t>(node.inputs[i]);
+      const bool first_slot =
+          std::find(node.inputs.begin(), node.inputs.begin() + static_cast<std::ptrdiff_t>(i),
+                    node.inputs[i]) == node.inputs.begin() + static_cast<std::ptrdiff_t>(i);
+      const bool read_last_here = !read_later[id] && first_slot;
+      if (read_last_here && (node.kind != NodeKind::Op || !last[i])) {
+        release_after_[n].push_back(node.inputs[i]);
       }
     }
     for (const ValueId output : node.outputs) {

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
       status = collectives(on_cuda ? cuda(dist::default_process_group().local_rank()) : kCPU);
     } else if (args.size() == 2 && args[0] == "die") {
       status = die(args[1]);
-    } else if ((args.size() == 4 || args.size() == 5) && args[0] == "ddp") {
+    } else if ((args.size() == 4 || (args.size() == 5 && on_cuda)) && args[0] == "ddp") {
       const Device device = on_cuda ? cuda(dist::default_process_group().local_rank()) : kCPU;
       status = ddp(args[1], args[2], std::stoi(args[3]), device);
     } else {
