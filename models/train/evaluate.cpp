@@ -1,12 +1,17 @@
 // Trainer's evaluation: test accuracy and loss of a classifier, validation loss and a sample of
 // the gpt. Eager in both modes, with the model in eval mode and grad mode off; the sums stay on
-// the device and are read once at the end (one wait per evaluation).
+// the device and are read once at the end (one wait per evaluation). In a data-parallel job the
+// ranks share the work: rank r evaluates batches r, r + N, r + 2N, ... of the batches one
+// process would evaluate (the same batches, so the same per-batch figures), the sums are added
+// across ranks, and rank 0 alone draws the gpt's sample (it alone prints).
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "models/train/trainer.h"
 #include "models/zoo/gpt.h"
+#include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 #include "ops/softmax.h"
 
 namespace grove::train {
@@ -30,6 +35,15 @@ class EvalModeGuard {
 
 }  // namespace
 
+// The 0-d float64 sums of this rank, added over every rank of the job, read to the host.
+std::vector<double> Trainer::sum_across_ranks(std::initializer_list<Tensor> sums) const {
+  std::vector<Tensor> parts;
+  for (const Tensor& sum : sums) parts.push_back(sum.view({1}));
+  const Tensor all = ops::cat(std::span<const Tensor>(parts), 0);
+  if (world_size_ > 1) ops::all_reduce_(all, ops::ReduceOp::kSum, group_);
+  return all.to(kCPU).to_vector<double>();
+}
+
 EvalReport Trainer::evaluate() {
   return config_.model == "gpt" ? evaluate_gpt() : evaluate_classifier();
 }
@@ -42,6 +56,7 @@ EvalReport Trainer::evaluate_classifier() {
   Tensor loss_sum = zeros({}, on_device);
   const std::int64_t count = test_set_.size();
   for (std::int64_t start = 0; start < count; start += kEvalBatch) {
+    if ((start / kEvalBatch) % world_size_ != rank_) continue;  // another rank's batch
     const std::int64_t length = std::min(kEvalBatch, count - start);
     const Tensor images = test_set_.images.narrow(0, start, length).to(config_.device);
     const Tensor labels = test_set_.labels.narrow(0, start, length).to(config_.device);
@@ -51,9 +66,10 @@ EvalReport Trainer::evaluate_classifier() {
     const Tensor batch_loss = ops::cross_entropy(logits, labels).to(DType::Float64);
     loss_sum = ops::add(loss_sum, ops::mul(batch_loss, static_cast<double>(length)));
   }
+  const std::vector<double> sums = sum_across_ranks({correct, loss_sum});
   EvalReport report;
-  report.accuracy = correct.to(kCPU).item<double>() / static_cast<double>(count);
-  report.loss = loss_sum.to(kCPU).item<double>() / static_cast<double>(count);
+  report.accuracy = sums[0] / static_cast<double>(count);
+  report.loss = sums[1] / static_cast<double>(count);
   return report;
 }
 
@@ -101,13 +117,15 @@ EvalReport Trainer::evaluate_gpt() {
     autograd::NoGradGuard no_grad;
     EvalModeGuard eval_mode(*model_);
     Tensor loss_sum = zeros({}, TensorOptions(DType::Float64).device(config_.device));
-    for (const data::Windows& windows : eval_windows_) {
+    for (std::size_t i = 0; i < eval_windows_.size(); ++i) {
+      if (static_cast<int>(i % static_cast<std::size_t>(world_size_)) != rank_) continue;
+      const data::Windows& windows = eval_windows_[i];
       const Tensor loss = batch_loss(*model_, windows.inputs, windows.targets);
       loss_sum = ops::add(loss_sum, loss.to(DType::Float64));
     }
-    report.loss = loss_sum.to(kCPU).item<double>() / static_cast<double>(eval_windows_.size());
+    report.loss = sum_across_ranks({loss_sum})[0] / static_cast<double>(eval_windows_.size());
   }
-  if (config_.sample_tokens > 0) {
+  if (config_.sample_tokens > 0 && rank_ == 0) {
     EvalModeGuard eval_mode(*model_);
     Generator generator(config_.seed ^ kSampleStream);
     const Tensor prompt = data::encode("\n").view({1, 1}).to(config_.device);

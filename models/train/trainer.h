@@ -27,8 +27,8 @@
 // batch, and gives its results up to float rounding. The last, partial global batch of an epoch
 // is dropped (every rank needs a full shard). Reported losses are the global batch's (averaged
 // across ranks when read), and a stop request (Ctrl-C) takes effect when every rank agrees on it,
-// at the next step whose number is a multiple of read_every. Every rank evaluates the whole test
-// set (rank 0 reports it).
+// at the next step whose number is a multiple of read_every. The ranks share each evaluation
+// (models/train/evaluate.cpp) and rank 0 reports it.
 //
 // Blocks the calling thread; not thread-safe. Errors (bad config, missing data) are
 // grove::Errors thrown by the constructor, before any training.
@@ -38,6 +38,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -167,6 +168,7 @@ class Trainer {
   std::int64_t gpt_block() const;  // the gpt's context length
   EvalReport evaluate_classifier();
   EvalReport evaluate_gpt();
+  std::vector<double> sum_across_ranks(std::initializer_list<Tensor> sums) const;
 
   TrainConfig config_;
   std::shared_ptr<nn::Module> model_;
