@@ -187,7 +187,7 @@ OutputAlias Graph::output_alias(std::size_t output) const {
   return {};
 }
 
-void Graph::compact_uniform_constants() {
+std::vector<bool> Graph::written_constants() const {
   std::vector<bool> written(constants_.size(), false);
   for (const Node& node : nodes_) {
     if (!node.in_place) continue;
@@ -196,6 +196,11 @@ void Graph::compact_uniform_constants() {
       written[static_cast<std::size_t>(root_value.index)] = true;
     }
   }
+  return written;
+}
+
+void Graph::compact_uniform_constants() {
+  const std::vector<bool> written = written_constants();
   for (std::size_t i = 0; i < constants_.size(); ++i) {
     const Tensor& snapshot = constant_values_[i];
     if (!written[i] || snapshot.numel() < 2 || !snapshot.is_contiguous()) continue;

@@ -155,6 +155,8 @@ class Graph {
   //     keeps its source's sizes; a Write's source broadcasts to its target.
   void verify() const;
 
+  // Per constant: whether a node writes it in place (through itself or a view of it).
+  std::vector<bool> written_constants() const;
   // Keeps each constant the graph writes in place, and whose elements are all equal (the zeros
   // autograd makes for the gradient of a slice or a select), as one element broadcast to its
   // sizes instead of a full snapshot. A written constant is cloned at the start of every run

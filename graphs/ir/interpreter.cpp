@@ -67,7 +67,7 @@ void check_arguments(const Graph& graph, std::span<const Tensor> given,
 }  // namespace
 
 Interpreter::Interpreter(const Graph& graph)
-    : graph_(graph), constant_is_written_(graph.constants().size(), false) {
+    : graph_(graph), constant_is_written_(graph.written_constants()) {
   // Last readers: walk backwards; a value not seen yet (and not an output) is read last here.
   std::vector<bool> read_later(graph.values().size(), false);
   std::vector<bool> memory_read_later(graph.values().size(), false);  // by root value
@@ -127,13 +127,6 @@ Interpreter::Interpreter(const Graph& graph)
   entries_.reserve(graph.nodes().size());
   for (const Node& node : graph.nodes()) {
     entries_.push_back(node.kind == NodeKind::Op ? &ops::op_entry(node.op) : nullptr);
-  }
-  for (const Node& node : graph.nodes()) {
-    if (!node.in_place) continue;
-    const Value& root = graph.value(graph.root(node.inputs[0]));
-    if (root.origin == ValueOrigin::Constant) {
-      constant_is_written_[static_cast<std::size_t>(root.index)] = true;
-    }
   }
   // A written constant's fresh copy is made just before the first node that reads it, not at
   // the start of the run: the zeros of a slice's gradient are needed late in a backward, and

@@ -8,22 +8,18 @@
 #include <cstdio>
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/error.h"
 #include "dist/launch.h"
 #include "dist/process_group.h"
 #include "dist/tcp_store.h"
 #include "models/data/fashion_mnist.h"
+#include "tests/dist/ddp_params.h"
 
 namespace grove::dist {
 namespace {
@@ -43,18 +39,10 @@ std::string message_of(const std::function<void()>& body) {
   return "(no error)";
 }
 
-fs::path fresh_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("grove_dist_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::fresh_dir;
+using testing::read_floats;
+using testing::read_text;
+using testing::worst_relative_difference;
 
 int run_job(int nproc, std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
   LaunchOptions options;
@@ -151,13 +139,6 @@ TEST(DeadRank, TheOthersFailWithAnErrorNamingIt) {
   fs::remove_all(dir);
 }
 
-std::vector<float> read_floats(const fs::path& path) {
-  const std::string bytes = read_text(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
 class Ddp : public ::testing::TestWithParam<std::string> {};
 
 // 20 steps of SGD with momentum: two ranks on 8 images each give the parameters one process
@@ -174,12 +155,7 @@ TEST_P(Ddp, TwoProcessesEqualOneOnTheGlobalBatch) {
   const std::vector<float> two = read_floats(dir / ("params_w2_" + mode + ".bin"));
   ASSERT_EQ(one.size(), two.size());
   ASSERT_GT(one.size(), 0u);
-  double worst = 0;
-  for (std::size_t i = 0; i < one.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::abs(one[i] - two[i])) /
-                                (1e-3 + std::abs(static_cast<double>(one[i]))));
-  }
-  EXPECT_LT(worst, 1e-4);
+  EXPECT_LT(worst_relative_difference(one, two), 1e-4);
   fs::remove_all(dir);
 }
 

@@ -3,22 +3,17 @@
 // training, eager and with the whole step (its bucketed all-reduces included) captured in one
 // graph. Label multigpu; each test skips with fewer than two GPUs or without NCCL in the build.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/device.h"
 #include "dist/launch.h"
 #include "dist/process_group.h"
+#include "tests/dist/ddp_params.h"
 
 namespace grove::dist {
 namespace {
@@ -46,16 +41,6 @@ TEST(MultiGpu, EveryCollectiveAndDtypeOverNccl) {
   EXPECT_EQ(run_job(cuda_device_count(), {"collectives", "cuda"}), 0);
 }
 
-std::vector<float> read_floats(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  const std::string text = bytes.str();
-  std::vector<float> values(text.size() / sizeof(float));
-  std::memcpy(values.data(), text.data(), values.size() * sizeof(float));
-  return values;
-}
-
 class MultiGpuDdp : public ::testing::TestWithParam<std::string> {};
 
 // The CPU test's claim (tests/dist/dist_test.cpp, Ddp) over NCCL: 20 steps of SGD with momentum
@@ -66,20 +51,14 @@ class MultiGpuDdp : public ::testing::TestWithParam<std::string> {};
 TEST_P(MultiGpuDdp, TwoGpusEqualOneOnTheGlobalBatch) {
   SKIP_WITHOUT_TWO_GPUS();
   const std::string mode = GetParam();
-  const fs::path dir =
-      fs::temp_directory_path() / ("grove_multigpu_ddp_" + mode + "_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = testing::fresh_dir("multigpu_ddp_" + mode);
   ASSERT_EQ(run_job(1, {"ddp", dir.string(), mode, "20", "cuda"}), 0);
   ASSERT_EQ(run_job(2, {"ddp", dir.string(), mode, "20", "cuda"}), 0);
-  const std::vector<float> one = read_floats(dir / ("params_w1_" + mode + ".bin"));
-  const std::vector<float> two = read_floats(dir / ("params_w2_" + mode + ".bin"));
+  const std::vector<float> one = testing::read_floats(dir / ("params_w1_" + mode + ".bin"));
+  const std::vector<float> two = testing::read_floats(dir / ("params_w2_" + mode + ".bin"));
   ASSERT_EQ(one.size(), two.size());
   ASSERT_GT(one.size(), 0u);
-  double worst = 0;
-  for (std::size_t i = 0; i < one.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::abs(one[i] - two[i])) /
-                                (1e-3 + std::abs(static_cast<double>(one[i]))));
-  }
+  const double worst = testing::worst_relative_difference(one, two);
   std::cout << "worst relative difference, 2 GPUs against 1 (" << mode << "): " << worst << "\n";
   EXPECT_LT(worst, 1e-3);
   fs::remove_all(dir);
