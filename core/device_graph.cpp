@@ -127,12 +127,22 @@ void DeviceGraph::replay() {
   const Stream caller = current_stream(device_);
   const bool join = caller != stream_ && !grove::is_capturing(caller);
   if (join) wait_stream(stream_, caller);
+  replay_on(stream_);
+  if (join) wait_stream(caller, stream_);
+}
+
+void DeviceGraph::replay_on(Stream stream) {
+  GROVE_CHECK(!capturing_, "replay: the graph is still capturing; call end_capture first");
+  GROVE_CHECK(work_ != nullptr,
+              "replay: nothing was captured; call begin_capture and "
+              "end_capture first");
+  GROVE_CHECK(stream.device == device_, "replay_on: ", stream, " is not a stream of ", device_,
+              ", where the graph was captured");
   if (rng_counters_per_replay_ > 0) {
     const PhiloxCell values = default_generator(device_).reserve_replay(rng_counters_per_replay_);
-    capture_backend_for(device_).write_philox_cell(stream_, rng_cell_, values);
+    capture_backend_for(device_).write_philox_cell(stream, rng_cell_, values);
   }
-  work_->replay(stream_);
-  if (join) wait_stream(caller, stream_);
+  work_->replay(stream);
 }
 
 void DeviceGraph::reset() {

@@ -283,7 +283,7 @@ TensorList GraphNode::replay(const TensorList& inputs) {
   for (int i : managed_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
   for (int i : static_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
   {
-    StreamGuard guard(stream_);
+    // On the caller's stream: Note [The caller's stream and the manager's stream].
     const autograd::NoGradGuard no_grad;  // as in make_recording_inputs
     for (int i : copied_inputs_) {
       const auto index = static_cast<std::size_t>(i);
@@ -294,7 +294,7 @@ TensorList GraphNode::replay(const TensorList& inputs) {
             .copy_(without_expanded_dims(inputs[index], expanded_dims_[index]));
       }
     }
-    graph_->replay();
+    graph_->replay_on(current_stream(device_));
   }
   // The replay wrote the inputs the function mutates: bump their versions, as eager ops would,
   // so that autograd's saved-tensor checks see the change.

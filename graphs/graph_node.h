@@ -72,6 +72,8 @@ class GraphNode final : public TreeNode {
   // A sentence naming what broke an invariant: every input that moved (index, name from
   // WrappedFunction::input_names, old and new address), or the outputs that came back to life.
   std::string describe_mismatch(InvariantStatus status, const TensorList& inputs) const;
+  // Copies the inputs that need it and replays the graph, on the calling thread's current
+  // stream (the caller orders it: Note [The caller's stream and the manager's stream]).
   TensorList replay(const TensorList& inputs);
 
   bool all_outputs_are_dead() const override;

@@ -42,6 +42,7 @@ TreeManager::TreeManager(Device device, TreeOptions options)
       options_(options),
       thread_(std::this_thread::get_id()),
       stream_(new_stream(device, "graph-tree managers")),
+      pool_stream_(stream_),
       lifeline_(make_lifeline()) {
   try {
     pool_ = allocator_for(device).create_pool();
@@ -127,16 +128,7 @@ TensorList TreeManager::run(int added_id, TensorList inputs, const std::source_l
                             inputs);
     } else {
       FunctionInfo& function = function_for(added_id, inputs);
-      wait_for_callers_stream();
-      try {
-        outputs = run_function(function, inputs);
-      } catch (...) {
-        // Work already queued on the manager's stream may still read the inputs: the caller's
-        // stream must not reuse their blocks before it is done.
-        wait_for_manager_stream();
-        throw;
-      }
-      wait_for_manager_stream();
+      outputs = run_function(function, inputs);
     }
   } catch (...) {
     --running_;
@@ -157,14 +149,45 @@ TensorList TreeManager::run(int added_id, TensorList inputs, const std::source_l
   return outputs;
 }
 
+// Note [The caller's stream and the manager's stream]: before a warm-up or a recording.
 void TreeManager::wait_for_callers_stream() const {
   if (device_.is_cpu()) return;  // CPU kernels have already run
-  wait_stream(stream_, current_stream(device_));
+  const Stream caller = current_stream(device_);
+  wait_stream(stream_, caller);
+  if (pool_stream_ != caller) wait_stream(stream_, pool_stream_);
 }
 
-void TreeManager::wait_for_manager_stream() const {
+// After a warm-up or a recording, also when it failed: work already queued on the manager's
+// stream may still read the inputs, and the caller's stream must not reuse their blocks before
+// it is done.
+void TreeManager::wait_for_manager_stream() {
   if (device_.is_cpu()) return;
-  wait_stream(current_stream(device_), stream_);
+  const Stream caller = current_stream(device_);
+  wait_stream(caller, stream_);
+  pool_stream_ = caller;  // now ordered after all the pool's work
+}
+
+// Before a replay on the caller's stream: the pool's last work may have run on another one.
+void TreeManager::order_replay_after_pool_work() {
+  if (device_.is_cpu()) return;
+  const Stream caller = current_stream(device_);
+  if (pool_stream_ != caller) wait_stream(caller, pool_stream_);
+  pool_stream_ = caller;
+}
+
+// Runs `work` (a warm-up, a recording) on the manager's stream, ordered with the caller's.
+template <typename Work>
+TensorList TreeManager::on_manager_stream(Work work) {
+  wait_for_callers_stream();
+  TensorList outputs;
+  try {
+    outputs = work();
+  } catch (...) {
+    wait_for_manager_stream();
+    throw;
+  }
+  wait_for_manager_stream();
+  return outputs;
 }
 
 FunctionInfo& TreeManager::function_for(int added_id, const TensorList& inputs) {
@@ -212,7 +235,7 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
                "graphs::mark_step_begin() before each step")},
           inputs);
     }
-    return warm_up(function, inputs);
+    return on_manager_stream([&] { return warm_up(function, inputs); });
   }
 
   if (state_ != PathState::Recording) {
@@ -268,7 +291,7 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
   if (std::optional<Fallback> fallback = mutation_fallback(function, inputs)) {
     return run_eagerly(*function.wrapped, function.label(), *fallback, inputs);
   }
-  return record(function, inputs);
+  return on_manager_stream([&] { return record(function, inputs); });
 }
 
 // --- the four ways to run ---
@@ -364,6 +387,7 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
 // as the start of the next step.
 TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
   const std::uint64_t generation = current_generation();
+  order_replay_after_pool_work();
   TensorList outputs = node.replay(inputs);  // may throw (a poisoned input): state unchanged
   node.set_call_site(call_site_);
   current_ = &node;

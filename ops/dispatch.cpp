@@ -34,6 +34,14 @@ constexpr std::string_view kOpNames[] = {
 #undef GROVE_OP_NAME
 };
 
+// "float32[2, 3] (strided) on cuda:0"
+std::string describe_tensor(const Tensor& tensor) {
+  std::ostringstream out;
+  out << tensor.dtype() << tensor.sizes() << (tensor.is_contiguous() ? "" : " (strided)");
+  out << " on " << tensor.device();
+  return out.str();
+}
+
 }  // namespace
 
 std::string_view op_name(OpKind kind) {
@@ -74,8 +82,11 @@ void remove_op_observer(OpObserver* observer) {
   thread_observers.remove(observer, "remove_op_observer");
 }
 
-OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
-                   const OpAttributes& attributes) {
+namespace {
+
+// dispatch() and dispatch_into(): `destination` is null for the first.
+OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
+                        const OpAttributes& attributes, const Tensor* destination) {
   const OpCall call{entry.kind, inputs, attributes};
   // 1. What every op needs: as many inputs as it takes, defined and on one device.
   const InputCount count = input_count(entry.kind, attributes);
@@ -114,6 +125,22 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    "the writes. clone() it first");
     notify_observers([&](OpObserver& observer) { observer.before_in_place(call); });
     outputs.push_back(target);
+  } else if (destination != nullptr) {
+    GROVE_OP_CHECK(call, specs.count == 1, "dispatch_into: the op has ", specs.count,
+                   " outputs; only an op with one output can write into a destination");
+    const OutputSpecs::Spec& spec = specs.specs[0];
+    GROVE_OP_CHECK(call,
+                   destination->defined() && destination->sizes() == IntArrayRef(spec.sizes) &&
+                       destination->dtype() == spec.dtype &&
+                       destination->device() == specs.device && destination->is_contiguous(),
+                   "dispatch_into: the destination must be a contiguous ", spec.dtype,
+                   IntArrayRef(spec.sizes), " on ", specs.device, ", but got ",
+                   destination->defined() ? describe_tensor(*destination) : "undefined");
+    for (const Tensor& input : inputs) {
+      GROVE_OP_CHECK(call, !input.is_alias_of(*destination),
+                     "dispatch_into: the destination shares memory with an input");
+    }
+    outputs.push_back(*destination);
   } else {
     for (int i = 0; i < specs.count; ++i) {
       const OutputSpecs::Spec& spec = specs.specs[static_cast<std::size_t>(i)];
@@ -129,9 +156,22 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
     kernel(call, outputs);
   }
   if (specs.in_place) inputs[0].bump_version();
+  if (destination != nullptr) destination->bump_version();
   // 5. Observers (autograd, tracing).
   notify_observers([&](OpObserver& observer) { observer.on_op(call, outputs); });
   return outputs;
+}
+
+}  // namespace
+
+OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
+                   const OpAttributes& attributes) {
+  return dispatch_impl(entry, inputs, attributes, nullptr);
+}
+
+OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
+                        const OpAttributes& attributes, const Tensor& destination) {
+  return dispatch_impl(entry, inputs, attributes, &destination);
 }
 
 }  // namespace grove::ops

@@ -117,6 +117,15 @@ struct OpEntry {
 
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    const OpAttributes& attributes);
+
+// dispatch() for an op with one output that is not in place, whose kernel writes that output
+// into `destination` instead of a new tensor; returns `destination` (its version bumped, as a
+// write bumps it). `destination` must have the output's sizes and dtype, be contiguous, live on
+// the op's device and share no memory with the inputs (checked). The interpreter uses it to let
+// an op write straight into the buffer that a later copy_ would have filled
+// (Note [Writing into the copy's target] in graphs/ir/interpreter.h).
+OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
+                        const OpAttributes& attributes, const Tensor& destination);
 inline OpOutputs dispatch(const OpEntry& entry, std::initializer_list<Tensor> inputs,
                           const OpAttributes& attributes = {}) {
   return dispatch(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/core_observer.h"
 #include "core/error.h"
 #include "ops/op_table.h"
 
@@ -78,8 +79,13 @@ Interpreter::Interpreter(const Graph& graph)
   last_use_.resize(graph.nodes().size());
   release_after_.resize(graph.nodes().size());
   copy_moves_.assign(graph.nodes().size(), false);
+  std::vector<bool> source_dead_after(graph.nodes().size(), false);  // Write(Copy) nodes
   for (std::size_t n = graph.nodes().size(); n-- > 0;) {
     const Node& node = graph.nodes()[n];
+    if (node.kind == NodeKind::Write && node.write == WriteKind::Copy) {
+      source_dead_after[n] =
+          !memory_read_later[static_cast<std::size_t>(graph.root(node.inputs[1]))];
+    }
     if (node.kind == NodeKind::Copy) {
       // The copy may hand its source on when the source is an op's result with memory of its
       // own, dense, of the result's dtype and device, and nothing reads that memory later.
@@ -124,6 +130,7 @@ Interpreter::Interpreter(const Graph& graph)
       memory_read_later[static_cast<std::size_t>(graph.root(input))] = true;
     }
   }
+  plan_writes_into_targets(source_dead_after);
   entries_.reserve(graph.nodes().size());
   for (const Node& node : graph.nodes()) {
     entries_.push_back(node.kind == NodeKind::Op ? &ops::op_entry(node.op) : nullptr);
@@ -146,6 +153,68 @@ Interpreter::Interpreter(const Graph& graph)
   }
 }
 
+// Note [Writing into the copy's target]: the rules a graph alone decides.
+void Interpreter::plan_writes_into_targets(const std::vector<bool>& source_dead_after) {
+  const Graph& graph = graph_;
+  const std::size_t num_nodes = graph.nodes().size();
+  write_into_.assign(num_nodes, -1);
+  copy_done_by_.assign(num_nodes, -1);
+  std::vector<std::int64_t> producer(graph.values().size(), -1);
+  for (std::size_t n = 0; n < num_nodes; ++n) {
+    for (const ValueId output : graph.nodes()[n].outputs) {
+      producer[static_cast<std::size_t>(output)] = static_cast<std::int64_t>(n);
+    }
+  }
+  for (std::size_t w = 0; w < num_nodes; ++w) {
+    const Node& write = graph.nodes()[w];
+    if (write.kind != NodeKind::Write || write.write != WriteKind::Copy || !source_dead_after[w]) {
+      continue;
+    }
+    const ValueId target = write.inputs[0];
+    const ValueId source = write.inputs[1];
+    const Value& to = graph.value(target);
+    const Value& from = graph.value(source);
+    const bool target_exists_before =
+        (to.origin == ValueOrigin::Input || to.origin == ValueOrigin::Static) &&
+        graph.root(target) == target;
+    const std::int64_t p = producer[static_cast<std::size_t>(source)];
+    if (!target_exists_before || from.origin != ValueOrigin::Node || p < 0 ||
+        graph.root(source) != source) {
+      continue;
+    }
+    const Node& op = graph.nodes()[static_cast<std::size_t>(p)];
+    const bool dense_alike =
+        IntArrayRef(from.sizes) == IntArrayRef(to.sizes) && from.dtype == to.dtype &&
+        from.device == to.device && from.storage_offset == 0 && to.storage_offset == 0 &&
+        IntArrayRef(from.strides) == IntArrayRef(contiguous_strides(from.sizes)) &&
+        IntArrayRef(to.strides) == IntArrayRef(from.strides);
+    if (op.kind != NodeKind::Op || op.in_place || op.outputs.size() != 1 ||
+        write_into_[static_cast<std::size_t>(p)] >= 0 || !dense_alike) {
+      continue;
+    }
+    bool target_touched = false;  // read or written from the op up to the copy
+    for (std::size_t m = static_cast<std::size_t>(p); m < w && !target_touched; ++m) {
+      for (const ValueId input : graph.nodes()[m].inputs) {
+        target_touched = target_touched || graph.root(input) == target;
+      }
+    }
+    if (target_touched) continue;
+    write_into_[static_cast<std::size_t>(p)] = target;
+    copy_done_by_[w] = p;
+  }
+}
+
+// Note [Writing into the copy's target]: the rules only the run's tensors decide.
+bool Interpreter::may_write_into(const Tensor& target, std::span<const Tensor> inputs,
+                                 std::span<const Tensor> statics) {
+  if (!target.is_contiguous() || target.requires_grad()) return false;
+  int sharing = 0;
+  for (const std::span<const Tensor> list : {inputs, statics}) {
+    for (const Tensor& tensor : list) sharing += tensor.is_alias_of(target) ? 1 : 0;
+  }
+  return sharing == 1;
+}
+
 std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
                                      std::span<const Tensor> statics) {
   check_arguments(graph_, inputs, graph_.inputs(), "inputs");
@@ -161,6 +230,9 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     env[static_cast<std::size_t>(graph_.inputs()[i])] = inputs[i];
   }
+  // A core observer (a trace of a bigger function) must see every copy the graph makes.
+  const bool writes_into_targets = !thread_has_core_observers();
+  copy_done_.assign(graph_.nodes().size(), false);
   for (std::size_t i = 0; i < statics.size(); ++i) {
     env[static_cast<std::size_t>(graph_.statics()[i])] = statics[i];
   }
@@ -184,7 +256,14 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
             scratch_.push_back(value);
           }
         }
-        const ops::OpOutputs outputs = ops::dispatch(*entries_[n], scratch_, node.attributes);
+        const ValueId target = write_into_[n];
+        const bool into = target >= 0 && writes_into_targets &&
+                          may_write_into(env[static_cast<std::size_t>(target)], inputs, statics);
+        const ops::OpOutputs outputs =
+            into ? ops::dispatch_into(*entries_[n], scratch_, node.attributes,
+                                      env[static_cast<std::size_t>(target)])
+                 : ops::dispatch(*entries_[n], scratch_, node.attributes);
+        if (into) copy_done_[n] = true;
         scratch_.clear();  // the inputs read here for the last time die now
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
           env[static_cast<std::size_t>(node.outputs[o])] = outputs[o];
@@ -207,7 +286,10 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
       }
       case NodeKind::Write: {
         const Tensor& target = env[static_cast<std::size_t>(node.inputs[0])];
-        if (node.write == WriteKind::Copy) {
+        const std::int64_t producer = copy_done_by_[n];
+        if (producer >= 0 && copy_done_[static_cast<std::size_t>(producer)]) {
+          // The producer wrote the target already (Note [Writing into the copy's target]).
+        } else if (node.write == WriteKind::Copy) {
           target.copy_(env[static_cast<std::size_t>(node.inputs[1])]);
         } else {
           target.fill_(node.value);

@@ -20,8 +20,29 @@
 // nothing needs them, as they would in the eager function. A copy of a value that nothing reads
 // afterwards, through it or through a view of its memory, hands the value itself on instead of
 // copying it (autograd clones a gradient it cannot adopt while a trace holds a handle on it; a
-// replay need not). Not thread-safe: one run at a time per
-// Interpreter (each thread has its own compiled functions, like its own tree manager).
+// replay need not). An op whose result is only copied into an input or static input writes
+// into it directly (Note [Writing into the copy's target]). Not thread-safe: one run at a time
+// per Interpreter (each thread has its own compiled functions, like its own tree manager).
+//
+// Note [Writing into the copy's target]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A whole training step copies each gradient it made into a buffer of its own
+// (Note [Whole training steps] in graphs/compile/traced_function.h):
+// `matmul -> g; ...; buffer.copy_(g)`.
+// Run as traced, that is one copy kernel per parameter on every replay, work the eager step
+// does not do. The interpreter instead runs the op that made g with `buffer` as its output
+// (ops::dispatch_into), and the copy does nothing, when that gives the same values everywhere:
+//   - the copy's target T is an input or a static input itself (not a view), so its memory
+//     exists before the op runs; the source g is the sole, contiguous result of an op that is
+//     not in place, with T's sizes, dtype and device;
+//   - no node from that op up to the copy reads or writes T's memory (the op's own inputs
+//     included): none can tell that T changed early;
+//   - nothing reads g's memory after the copy (g's readers before it read T, which holds g);
+//   - at run time: T is contiguous, needs no gradient, and shares memory with no other input
+//     or static input (two parameters may be views of one flat buffer);
+//   - no core observer listens on the thread (a trace of a bigger function that calls this
+//     graph must see the copy, a write into T, as the graph does it).
+// Otherwise the op allocates as usual and the copy runs.
 #pragma once
 
 #include <span>
@@ -43,6 +64,10 @@ class Interpreter {
   const Graph& graph() const { return graph_; }
 
  private:
+  void plan_writes_into_targets(const std::vector<bool>& source_dead_after);
+  static bool may_write_into(const Tensor& target, std::span<const Tensor> inputs,
+                             std::span<const Tensor> statics);
+
   const Graph& graph_;
   std::vector<const ops::OpEntry*> entries_;  // per node; null for views, copies and writes
   // Per node, per input: whether this node is the value's last reader (and the value is not a
@@ -54,6 +79,11 @@ class Interpreter {
   std::vector<bool> constant_is_written_;
   std::vector<std::vector<std::size_t>> clone_before_;  // per node: written constants to copy
   std::vector<bool> copy_moves_;  // per node: a Copy whose source is dead after it (see above)
+  // Note [Writing into the copy's target]: per Op node, the target value it may write into
+  // (-1: none), and per node the Op node whose write replaced this copy_ (-1: none).
+  std::vector<ValueId> write_into_;
+  std::vector<std::int64_t> copy_done_by_;
+  std::vector<bool> copy_done_;  // per node, in a run: its producer wrote the target
   std::vector<Tensor> scratch_;   // a node's inputs, reused from node to node
 };
 
