@@ -36,6 +36,7 @@
 #include "core/stream.h"
 #include "graphs/compile/compile.h"
 #include "graphs/generation.h"
+#include "graphs/graph_node.h"
 #include "graphs/ir/interpreter.h"
 #include "graphs/trace/tracer.h"
 #include "graphs/tree_manager.h"
@@ -236,6 +237,12 @@ void BM_WholeStepCompiled(benchmark::State& state) {
       options);
   time_whole_steps(state, device, [&] { compiled(TensorList{}); });
   state.counters["replays"] = static_cast<double>(graphs::tree_manager(device).counters().replays);
+  // Kernels one replay launches, next to BM_WholeStepCaptured's graph nodes.
+  if (const graphs::TreeNode* current = graphs::tree_manager(device).current_node();
+      current != nullptr && current->kind() == graphs::TreeNode::Kind::Graph) {
+    state.counters["nodes"] =
+        static_cast<double>(static_cast<const graphs::GraphNode*>(current)->num_kernels());
+  }
   state.counters["eager_calls"] = static_cast<double>(compiled.stats().eager_calls);
 }
 BENCHMARK(BM_WholeStepCompiled)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);

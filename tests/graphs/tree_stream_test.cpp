@@ -1,5 +1,5 @@
-// Graph-tree scenarios about streams: the manager runs its graphs on a stream of its own, and
-// the caller's work must still be ordered with them
+// Graph-tree scenarios about streams: the manager warms up and records on a stream of its own
+// and replays on the caller's, and the caller's work must still be ordered with them
 // (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h). On the CPU
 // kernels run at once and these pass trivially; on a GPU they fail without the ordering, because
 // the caller's kernels are made long enough to still be running when the manager's would start.
@@ -83,6 +83,45 @@ TEST_F(TreeStream, CallerWritesToAnOutputAreSeenByTheNextCall) {
       for (float value : got) wrong += value != 17.0f * 34.0f ? 1 : 0;
       EXPECT_EQ(wrong, 0) << "step " << step;
     }
+  });
+}
+
+// Replays run on the caller's stream. Two replays over the same pool memory, queued on two
+// streams, would run at once and write each other's intermediates; so a replay on another
+// stream than the pool's last work waits for it. The first call's input is made late by a long
+// chain on stream A, the second's at once on stream B: unordered, the second replay would
+// finish first and the first overwrite its output.
+TEST_F(TreeStream, AReplayOnAnotherStreamWaitsForThePoolsLastWork) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction f = manager.add_function(seventeen_times());
+    const std::int64_t n = stream_test_size();
+    for (int call = 0; call < 2; ++call) {  // a warm-up, a recording
+      mark_step_begin();
+      (void)values(f({filled(n, 1.0f)})[0]);
+    }
+    const Stream a = new_stream(kTestDevice);
+    const Stream b = new_stream(kTestDevice);
+    for (int round = 0; round < 3; ++round) {
+      {
+        const StreamGuard on_a(a);
+        mark_step_begin();
+        Tensor x = filled(n, 0.0f);
+        const Tensor one = filled(n, 1.0f);
+        for (int pass = 0; pass < 32; ++pass) add_(x, one);
+        (void)f({x});  // its output dies; the next step may reuse the memory
+      }
+      const StreamGuard on_b(b);
+      mark_step_begin();
+      const TensorList out = f({filled(n, 2.0f)});
+      std::int64_t wrong = 0;
+      for (float value : values(out[0])) wrong += value != 34.0f ? 1 : 0;
+      EXPECT_EQ(wrong, 0) << "round " << round << ": expected every element to be 34";
+    }
+    synchronize(a);
+    synchronize(b);
+    release_stream(a);
+    release_stream(b);
+    EXPECT_EQ(manager.counters().replays, 6u);
   });
 }
 
