@@ -13,9 +13,28 @@
 // in uint64; max keeps the first position on ties and a NaN beats every number (the first NaN
 // wins). Positions are row-major over the reduced dims, which make_loop preserves.
 //
+// Few outputs over many elements each (a convolution's bias gradient: 32 channels, each a sum
+// over batch and image, 100,352 elements) split each output's elements over several blocks:
+// Note [Splitting a sum over blocks].
+//
 // Not done yet: a column strategy for reductions over outer dims (sum over dim 0 of a
 // row-major matrix reads one strided column per block, uncoalesced) and several outputs per
 // block for very short rows.
+//
+// Note [Splitting a sum over blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// One block per output leaves most of the GPU idle when there are fewer outputs than
+// multiprocessors: the CNN's four bias-gradient sums took 83 us each on an H200 (ncu), 40% of
+// its eager step's kernel time, on 32 or 64 blocks of 132 multiprocessors. When a sum or mean
+// has fewer than kSplitBelowOutputs outputs and at least kSplitAtLeast elements each, its
+// elements are cut into `parts` equal runs (as many as fill about kSplitBlocks blocks, each run
+// at least kSplitAtLeast / 4 long); a first kernel sums each run in one block into a float64
+// partial, and a second sums each output's partials in run order, with the same compensated
+// sum, and divides. Which elements go to which run depends on the sizes only, so the result is
+// the same from run to run; it may differ from one block's sum in the last bits of the double,
+// which rounding to the output's float type almost always hides. var keeps one block per output
+// (its second pass needs the mean first).
+
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,6 +56,17 @@ namespace {
 unsigned threads_for(std::int64_t count) {
   const std::int64_t warps = std::max<std::int64_t>(1, (count + kWarp - 1) / kWarp);
   return static_cast<unsigned>(std::min<std::int64_t>(warps * kWarp, kThreads));
+}
+
+// Note [Splitting a sum over blocks]: its thresholds, and how many runs each output's elements
+// are cut into (1: no split).
+constexpr std::int64_t kSplitBelowOutputs = 128;
+constexpr std::int64_t kSplitAtLeast = 8192;
+constexpr std::int64_t kSplitBlocks = 512;
+std::int64_t split_parts(const ReduceLoops& loops) {
+  if (loops.outputs >= kSplitBelowOutputs || loops.count < kSplitAtLeast) return 1;
+  const std::int64_t to_fill = (kSplitBlocks + loops.outputs - 1) / loops.outputs;
+  return std::max<std::int64_t>(1, std::min(to_fill, loops.count / (kSplitAtLeast / 4)));
 }
 
 unsigned blocks_for_outputs(std::int64_t outputs) {
@@ -71,6 +101,56 @@ __device__ double thread_sum(const StridedLoop<1>& inner, std::int64_t count, co
     total.add(f(base[offset[0]]));
   }
   return total.value();
+}
+
+// The sum of f(v) over the reduced elements [begin, end) starting at `base`, this thread's share.
+template <typename T, typename F>
+__device__ double thread_sum_range(const StridedLoop<1>& inner, std::int64_t begin,
+                                   std::int64_t end, const T* base, F f) {
+  DeviceKahan total;
+  for (std::int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    std::int64_t offset[1];
+    offsets_of<1>(inner, j, offset);
+    total.add(f(base[offset[0]]));
+  }
+  return total.value();
+}
+
+// Note [Splitting a sum over blocks], first kernel: block b sums run b % parts of output
+// b / parts into partials[b].
+template <typename T>
+__global__ void reduce_partials(const T* x, double* partials,
+                                const __grid_constant__ StridedLoop<2> outer,
+                                const __grid_constant__ StridedLoop<1> inner, std::int64_t count,
+                                std::int64_t outputs, std::int64_t parts, std::int64_t run) {
+  __shared__ double shared[kThreads / kWarp];
+  for (std::int64_t b = blockIdx.x; b < outputs * parts; b += gridDim.x) {
+    const std::int64_t i = b / parts;
+    const std::int64_t begin = (b % parts) * run;
+    const std::int64_t end = begin + run < count ? begin + run : count;
+    std::int64_t offsets[2];
+    offsets_of<2>(outer, i, offsets);
+    const double total = block_reduce(
+        thread_sum_range(inner, begin, end, x + offsets[1],
+                         [](T v) { return static_cast<double>(v); }),
+        shared, Sum{});
+    if (threadIdx.x == 0) partials[b] = total;
+  }
+}
+
+// Note [Splitting a sum over blocks], second kernel: one thread per output.
+template <typename T>
+__global__ void finish_partials(const double* partials, T* out,
+                                const __grid_constant__ StridedLoop<2> outer, std::int64_t outputs,
+                                std::int64_t parts, double divisor) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < outputs; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    DeviceKahan total;
+    for (std::int64_t p = 0; p < parts; ++p) total.add(partials[i * parts + p]);
+    std::int64_t offsets[2];
+    offsets_of<2>(outer, i, offsets);
+    out[offsets[0]] = static_cast<T>(total.value() / divisor);
+  }
 }
 
 // sum, mean or var of floating-point inputs; `divisor` as on the CPU.
@@ -200,6 +280,23 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
         : call.kind == OpKind::Mean
             ? count
             : std::max(0.0, count - ReduceAttributes::from(call.attributes).correction);
+    const std::int64_t parts = split_parts(loops);
+    if (parts > 1 && call.kind != OpKind::Var) {  // Note [Splitting a sum over blocks]
+      const std::int64_t run = (loops.count + parts - 1) / parts;
+      const Tensor partials =
+          empty({loops.outputs * parts}, TensorOptions(DType::Float64).device(out.device()));
+      auto* partial_sums = static_cast<double*>(partials.data_ptr());
+      reduce_partials<T>
+          <<<static_cast<unsigned>(std::min<std::int64_t>(loops.outputs * parts, kMaxBlocks)),
+             kThreads, 0, stream>>>(x, partial_sums, loops.outer, loops.inner, loops.count,
+                                    loops.outputs, parts, run);
+      GROVE_CUDA_CHECK(cudaGetLastError());
+      finish_partials<T><<<blocks_for(loops.outputs), kThreads, 0, stream>>>(
+          partial_sums, static_cast<T*>(out.data_ptr()), loops.outer, loops.outputs, parts,
+          divisor);
+      GROVE_CUDA_CHECK(cudaGetLastError());
+      return;  // `partials` is freed after the launches, reused in stream order
+    }
     reduce_floating<T><<<blocks, threads, 0, stream>>>(
         x, static_cast<T*>(out.data_ptr()), loops.outer, loops.inner, loops.count, loops.outputs,
         call.kind == OpKind::Var, divisor);

@@ -83,6 +83,48 @@ TEST(CudaLinalgTest, MlpShapesWithRealValues) {
                                 "input gradient 128x256 @ 256x784", {1e-4, 1e-4, 0, 0});
 }
 
+// Note [Packing batches for one strided call]: attention's heads, (B, H, T, D) views of
+// (B, T, 3C) rows, have batch dims that do not merge; the kernel packs them into one strided
+// batch. The products of every layout the GPT's forward and backward make (q @ k^T, att @ v,
+// and their gradients' transposed operands) must equal the CPU's; so must a product whose
+// operand broadcasts over one of two such dims, which is left as a loop.
+TEST(CudaLinalgTest, AttentionHeadsAsPackedBatches) {
+  SKIP_WITHOUT_GPU();
+  const std::int64_t batch = 3, length = 5, heads = 4, width = 6;
+  const Tensor qkv =
+      testing::random_quarters({batch, length, 3 * heads * width}, DType::Float32, 21);
+  auto split_heads = [&](const Tensor& rows, std::int64_t part) {
+    return rows.slice(2, part * heads * width, (part + 1) * heads * width)
+        .view({batch, length, heads, width})
+        .transpose(1, 2);  // (B, H, T, D), not contiguous
+  };
+  auto both = [&](const std::function<Tensor(const Tensor&)>& product, const std::string& what) {
+    expect_parity(product(qkv), product(qkv.to(kGpu)), what);
+  };
+  both(
+      [&](const Tensor& x) {
+        return matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
+      },
+      "q @ k^T");
+  both(
+      [&](const Tensor& x) {
+        return matmul(split_heads(x, 0).transpose(-2, -1), split_heads(x, 2));
+      },
+      "q^T @ v (a weight-gradient layout)");
+  both(
+      [&](const Tensor& x) {
+        const Tensor att = matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
+        return matmul(att, split_heads(x, 2));
+      },
+      "att @ v");
+  both(
+      [&](const Tensor& x) {
+        const Tensor shared = split_heads(x, 1).slice(0, 0, 1);  // (1, H, T, D): broadcast over B
+        return matmul(split_heads(x, 0), shared.transpose(-2, -1));
+      },
+      "q @ k^T with k broadcast over the batch");
+}
+
 TEST(CudaLinalgTest, Tf32IsCloseButNotEqual) {
   SKIP_WITHOUT_GPU();
   const Tensor a = uniform({64, 1024}, 15);

@@ -86,6 +86,37 @@ TEST(CudaReduceTest, InexactSumsAreCloseRelativeToTheSumOfMagnitudes) {
   }
 }
 
+// Note [Splitting a sum over blocks]: few outputs over many elements (a convolution's bias
+// gradient: a sum over batch and image per channel, and the whole-tensor sum) are cut into runs
+// summed by separate blocks. The sums must stay as close to the CPU's as one block's, NaN and
+// infinities must propagate through the partials, and the result must not change between runs.
+TEST(CudaReduceTest, SplitSumsOfFewOutputsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor x = testing::random_tensor({16, 8, 30, 30}, dtype, -1.0, 3.0, 31);
+    const double inf = std::numeric_limits<double>::infinity();
+    x.select(1, 2).select(0, 9).select(0, 4).fill_(kNaN);  // channel 2: NaN
+    x.select(1, 5).select(0, 3).select(0, 1).fill_(inf);   // channel 5: +inf
+    x.select(1, 6).select(0, 0).select(0, 0).fill_(inf);   // channel 6: +inf - inf = NaN
+    x.select(1, 6).select(0, 15).select(0, 29).fill_(-inf);
+    const Tensor y = x.to(kGpu);
+    const DimVector bias_dims = {0, 2, 3};
+    expect_parity(sum(x, bias_dims), sum(y, bias_dims),
+                  label("sum", dtype, "conv bias gradient", bias_dims, false));
+    expect_parity(mean(x, bias_dims, true), mean(y, bias_dims, true),
+                  label("mean", dtype, "conv bias gradient", bias_dims, true));
+    const Tensor finite = testing::random_tensor({16, 8, 30, 30}, dtype, -1.0, 3.0, 32).to(kGpu);
+    const std::vector<double> first = elements(sum(finite, bias_dims).to(kCPU));
+    EXPECT_EQ(first, elements(sum(finite, bias_dims).to(kCPU))) << "a second run differs";
+    const std::vector<double> expected = elements(sum(finite.to(kCPU)));
+    const std::vector<double> whole = elements(sum(finite).to(kCPU));
+    const double magnitude = elements(sum(abs(finite.to(kCPU))))[0];
+    EXPECT_LE(std::abs(whole[0] - expected[0]),
+              (dtype == DType::Float32 ? 1e-5 : 1e-13) * magnitude)
+        << dtype_name(dtype) << " sum of all " << finite.numel() << " elements";
+  }
+}
+
 TEST(CudaReduceTest, MaxAndArgmaxMatchTheCpuIncludingTiesAndNaN) {
   SKIP_WITHOUT_GPU();
   const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int64, DType::Int32};
