@@ -5,14 +5,14 @@
 # usable alone on a configured and built CUDA build folder:
 #
 #   scripts/gpu_sanitize.sh BUILD_DIR RESULTS_DIR TOOL...
-#   SHARDS=8 SHARD_TIMEOUT=480 ONLY=ops_cuda_tests,core_cuda_tests \
+#   SHARDS=8 SHARD_TIMEOUT=480 JOBS=16 ONLY=ops_cuda_tests,core_cuda_tests \
 #     scripts/gpu_sanitize.sh build-gpu out racecheck
 #
 # What it runs: every executable that holds a test labelled `gpu` (from `ctest --show-only`),
 # whole, split into SHARDS gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX); one tool at a
-# time, with every executable's shards side by side on the one GPU, because racecheck slows
-# shared-memory kernels down by orders of magnitude and one process per executable would not
-# finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout"),
+# time, with every executable's shards side by side on the one GPU (at most JOBS at once, default
+# one per core), because racecheck slows shared-memory kernels down by orders of magnitude and
+# one process per executable would not finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout"),
 # named with the test it was in; RESULTS_DIR/slowest.<tool>.txt lists the slowest tests that
 # finished, to show which shapes to shrink.
 #
@@ -43,6 +43,7 @@ results=$2
 shift 2
 shards=${SHARDS:-8}
 shard_timeout=${SHARD_TIMEOUT:-480}  # racecheck needs it: 70 s timed most shards out
+max_jobs=${JOBS:-$(nproc)}           # sanitizer processes at a time
 only=,${ONLY:-},  # a comma-separated list of executable names; empty: all
 for tool in "$@"; do
   case $tool in memcheck | racecheck | synccheck | initcheck) ;;
@@ -68,9 +69,10 @@ print("\n".join(seen))')
 status=0
 printf '%-22s %-10s %8s %7s %7s  %s\n' executable tool errors tests failed notes
 for tool in "$@"; do
-  # Every executable's shards of this tool at once: the GPU has room, and the slowest shard
-  # bounds the tool's time.
-  declare -A pids=()
+  # Every executable's shards of this tool side by side, at most JOBS processes at a time: the
+  # GPU has room, but a sanitizer process keeps a core busy, and 120 processes on 16 cores made
+  # shards time out that finish in a third of the time when they get a core each. A shard's
+  # timeout counts from its own start.
   for executable in "${executables[@]}"; do
     name=$(basename "$executable")
     [[ $only == ,, || $only == *,$name,* ]] || continue
@@ -80,21 +82,26 @@ for tool in "$@"; do
     if [[ ${FILTER:-} == *-* ]]; then gtest_filter="$FILTER:$left_out"; else
       gtest_filter="${FILTER:-*}-$left_out"; fi
     for ((shard = 0; shard < shards; shard++)); do
-      GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard OMP_NUM_THREADS=1 \
-        GROVE_TEST_UNDER_SANITIZER=1 \
-        timeout "$shard_timeout" compute-sanitizer --tool "$tool" --error-exitcode 99 \
-        --print-limit 50 "$executable" --gtest_filter="$gtest_filter" \
-        >"$results/${name}.${tool}.${shard}.log" 2>&1 &
-      pids[$name.$shard]=$!
+      while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
+      rm -f "$results/${name}.${tool}.${shard}.rc"
+      (
+        rc=0
+        GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard OMP_NUM_THREADS=1 \
+          GROVE_TEST_UNDER_SANITIZER=1 \
+          timeout "$shard_timeout" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+          --print-limit 50 "$executable" --gtest_filter="$gtest_filter" \
+          >"$results/${name}.${tool}.${shard}.log" 2>&1 || rc=$?
+        echo "$rc" >"$results/${name}.${tool}.${shard}.rc"
+      ) &
     done
   done
+  wait  # every shard of this tool
   for executable in "${executables[@]}"; do
     name=$(basename "$executable")
     [[ $only == ,, || $only == *,$name,* ]] || continue
     errors=0 tests=0 failed=0 nccl_errors=0 notes=""
     for ((shard = 0; shard < shards; shard++)); do
-      rc=0
-      wait "${pids[$name.$shard]}" || rc=$?
+      rc=$(cat "$results/${name}.${tool}.${shard}.rc" 2>/dev/null || echo 1)
       log=$results/${name}.${tool}.${shard}.log
       # memcheck/synccheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: N hazards
       # displayed (E errors, W warnings)".
@@ -140,6 +147,5 @@ for tool in "$@"; do
   cat "$results"/*."$tool".*.log 2>/dev/null | grep -E '^\[       OK \] .* \([0-9]+ ms\)$' |
     sed -E 's/^\[       OK \] (.*) \(([0-9]+) ms\)$/\2 ms  \1/' | sort -rn | head -20 \
     >"$results/slowest.$tool.txt" || true
-  unset pids
 done
 exit $status
