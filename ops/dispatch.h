@@ -126,6 +126,11 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
 // (Note [Writing into the copy's target] in graphs/ir/interpreter.h).
 OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
                         const OpAttributes& attributes, const Tensor& destination);
+inline OpOutputs dispatch_into(const OpEntry& entry, std::initializer_list<Tensor> inputs,
+                               const OpAttributes& attributes, const Tensor& destination) {
+  return dispatch_into(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes,
+                       destination);
+}
 inline OpOutputs dispatch(const OpEntry& entry, std::initializer_list<Tensor> inputs,
                           const OpAttributes& attributes = {}) {
   return dispatch(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes);

@@ -7,7 +7,9 @@
 #include "core/core_observer.h"
 #include "core/device_graph.h"
 #include "op_test_util.h"
+#include "ops/attributes.h"
 #include "ops/elementwise.h"
+#include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
@@ -151,6 +153,45 @@ TEST(Dispatch, AnOpWithoutAKernelForTheDeviceIsAClearError) {
   const OpEntry no_kernel{OpKind::Relu, infer_same_as_input, nullptr, nullptr};
   EXPECT_THAT(error_of([&] { dispatch(no_kernel, {zeros({2})}); }),
               HasSubstr("relu: there is no kernel for cpu in this build (inputs: float32[2])"));
+}
+
+// dispatch_into: the kernel writes the destination, which is returned with its version bumped;
+// a destination of another shape, dtype or layout, one that shares memory with an input, or an
+// op with several outputs is refused before any kernel runs, and the message names what it got.
+TEST(Dispatch, DispatchIntoWritesTheDestinationOrRefusesClearly) {
+  const OpEntry& add_entry = op_entry(OpKind::Add);
+  const Tensor a = random_tensor({2, 3}, DType::Float32, -1.0, 1.0, 1);
+  const Tensor b = random_tensor({2, 3}, DType::Float32, -1.0, 1.0, 2);
+  const Tensor destination = zeros({2, 3});
+  const std::uint64_t version = destination.version();
+  const OpOutputs outputs = dispatch_into(add_entry, {a, b}, {}, destination);
+  EXPECT_TRUE(outputs[0].is_alias_of(destination));
+  EXPECT_EQ(destination.version(), version + 1);
+  EXPECT_EQ(destination.to_vector<float>(), add(a, b).to_vector<float>());
+
+  const std::vector<float> untouched = destination.to_vector<float>();
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(add_entry, {a, b}, {}, zeros({3, 2}));
+              }),
+              HasSubstr("dispatch_into: the destination must be a contiguous float32[2, 3] on "
+                        "cpu, but got float32[3, 2] on cpu"));
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(add_entry, {a, b}, {}, zeros({2, 3}, DType::Float64));
+              }),
+              HasSubstr("but got float64[2, 3]"));
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(add_entry, {a, b}, {}, zeros({3, 2}).t());
+              }),
+              HasSubstr("but got float32[2, 3] (strided)"));
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(add_entry, {destination, b}, {}, destination);
+              }),
+              HasSubstr("dispatch_into: the destination shares memory with an input"));
+  EXPECT_EQ(destination.to_vector<float>(), untouched);
+  const OpAttributes max_over_rows = ReduceAttributes{.dims = {1}}.to_attributes();
+  EXPECT_THAT(
+      error_of([&] { dispatch_into(op_entry(OpKind::Max), {a}, max_over_rows, zeros({2})); }),
+      HasSubstr("dispatch_into: the op has 2 outputs"));
 }
 
 TEST(Dispatch, DescribeInputsNamesDtypesShapesAndScalars) {
