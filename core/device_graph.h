@@ -86,10 +86,10 @@ class DeviceGraph {
   // on the calling thread's current stream and before the work queued there afterwards
   // (wait_stream in stream.h; nothing to do when that is the capture stream).
   void replay();
-  // Runs the captured work on `stream`, any stream of the graph's device, with no ordering of
-  // its own: the caller orders it with the work around it (a tree manager replays on the
-  // caller's stream, which needs none; Note [The caller's stream and the manager's stream] in
-  // graphs/tree_manager.h).
+  // Runs the captured work on `stream`, another stream of the graph's device than the capture
+  // stream included, with no ordering of its own: the caller orders it with the work around it,
+  // and with the capture stream's, whose cuBLAS workspace the captured products use
+  // (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h).
   void replay_on(Stream stream);
   // Drops the captured work and the RNG cell, and releases the pool.
   void reset();

@@ -62,6 +62,9 @@ TreeManager::~TreeManager() {
     std::fprintf(stderr, "grove: error while destroying a tree manager: %s\n", error.what());
   }
   try {
+    // The next holder of the stream (and of its cuBLAS workspace, which the graphs' products
+    // used wherever they were replayed) starts after the last replay.
+    if (!device_.is_cpu() && pool_stream_ != stream_) wait_stream(stream_, pool_stream_);
     release_stream(stream_);
   } catch (const Error& error) {
     std::fprintf(stderr, "grove: error while giving back a tree manager's stream: %s\n",
@@ -111,6 +114,11 @@ TensorList TreeManager::run(int added_id, TensorList inputs, const std::source_l
     // Called from inside another managed function: part of that function's work.
     return added.wrapped.callable(inputs);
   }
+  GROVE_CHECK(!is_capturing(current_stream(device_)), "graphed function '", added.wrapped.name,
+              "' was called while the caller's stream (", current_stream(device_),
+              ") captures a graph; a graphed function records and replays graphs of its own, "
+              "which cannot be captured into another. Call it outside the capture, or compile "
+              "the whole region as one function (graphs::compile)");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     GROVE_CHECK(!inputs[i].defined() || inputs[i].device() == device_, "graphed function: input ",
                 i, " is on ", inputs[i].device(), " but this tree manager runs on ", device_);
@@ -164,7 +172,8 @@ void TreeManager::wait_for_manager_stream() {
   if (device_.is_cpu()) return;
   const Stream caller = current_stream(device_);
   wait_stream(caller, stream_);
-  pool_stream_ = caller;  // now ordered after all the pool's work
+  // Both are ordered after the pool's work now; a stream from new_stream() may be given back.
+  pool_stream_ = caller == default_stream(device_) ? caller : stream_;
 }
 
 // Before a replay on the caller's stream: the pool's last work may have run on another one.
@@ -172,7 +181,19 @@ void TreeManager::order_replay_after_pool_work() {
   if (device_.is_cpu()) return;
   const Stream caller = current_stream(device_);
   if (pool_stream_ != caller) wait_stream(caller, pool_stream_);
-  pool_stream_ = caller;
+}
+
+// After a replay on the caller's stream. The default stream is never given back, so it can be
+// waited for later; a stream from new_stream() may be given back and handed to a holder that
+// captures, so the manager's stream waits for the replay now (off the caller's path).
+void TreeManager::note_replay_on(Stream caller) {
+  if (device_.is_cpu()) return;
+  if (caller == default_stream(device_)) {
+    pool_stream_ = caller;
+  } else {
+    wait_stream(stream_, caller);
+    pool_stream_ = stream_;
+  }
 }
 
 // Runs `work` (a warm-up, a recording) on the manager's stream, ordered with the caller's.
@@ -389,6 +410,7 @@ TensorList TreeManager::execute(GraphNode& node, const TensorList& inputs) {
   const std::uint64_t generation = current_generation();
   order_replay_after_pool_work();
   TensorList outputs = node.replay(inputs);  // may throw (a poisoned input): state unchanged
+  note_replay_on(current_stream(device_));
   node.set_call_site(call_site_);
   current_ = &node;
   state_ = PathState::Execution;

@@ -42,13 +42,18 @@
 // for on the other; the host never blocks).
 // A replay runs on the caller's current stream, input copies included, as a graph captured by
 // hand is replayed: the caller's work before it and after it is ordered by the stream itself,
-// and a step costs one graph launch and no event. (The two waits, with the gradient copies of
+// and a step costs one graph launch. (The two waits, with the gradient copies of
 // Note [Writing into the copy's target], made the MLP's whole step 1.07x the same step captured
-// by hand on an H200; without both, 0.99x.) The pool's memory is what
-// replays and recordings share, so the manager remembers which stream queued the pool's last
-// work (pool_stream_): a replay on another stream, or a recording after replays on a caller's
-// stream the caller has since left, first waits for that stream. Eager fallbacks run on the
-// caller's stream outside the pool and need no waits.
+// by hand on an H200; without both, 0.99x.) The pool's memory, and the cuBLAS workspace of the
+// manager's stream that the recorded products use (ops/cuda/blas_handle.h), are what replays,
+// warm-ups and recordings share, so the manager keeps a stream ordered after the pool's last
+// work (pool_stream_): a replay on another stream, a warm-up or a recording waits for it first.
+// After a replay on the default stream that is the default stream itself, waited for only when
+// needed; after a replay on a stream from new_stream(), which its holder may give back (and its
+// next holder capture), the manager's stream waits for the replay at once. A manager waits for
+// its last replay before it gives its own stream back. Eager fallbacks run on the caller's
+// stream outside the pool and need no waits. A top-level call while the caller's stream
+// captures is refused: its graphs cannot be captured into the caller's.
 //
 // Note [A tree manager gives back what it holds]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -188,6 +193,7 @@ class TreeManager {
   void wait_for_callers_stream() const;
   void wait_for_manager_stream();
   void order_replay_after_pool_work();
+  void note_replay_on(Stream caller);
   template <typename Work>
   TensorList on_manager_stream(Work work);
   TensorList run_function(FunctionInfo& function, TensorList& inputs);
@@ -234,8 +240,9 @@ class TreeManager {
   TreeOptions options_;
   std::thread::id thread_;
   Stream stream_;
-  // The stream that queued the pool's last work: the manager's (a warm-up, a recording) or the
-  // caller's (a replay). See Note [The caller's stream and the manager's stream].
+  // A stream ordered after the pool's last work: the manager's, or the default stream after a
+  // replay there (never given back, so safe to wait for later). See
+  // Note [The caller's stream and the manager's stream].
   Stream pool_stream_;
   PoolId pool_;
 

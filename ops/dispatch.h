@@ -123,7 +123,9 @@ OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
 // write bumps it). `destination` must have the output's sizes and dtype, be contiguous, live on
 // the op's device and share no memory with the inputs (checked). The interpreter uses it to let
 // an op write straight into the buffer that a later copy_ would have filled
-// (Note [Writing into the copy's target] in graphs/ir/interpreter.h).
+// (Note [Writing into the copy's target] in graphs/ir/interpreter.h). It is meant for work
+// recorded by no autograd: with grad mode on and an input that requires gradients, the
+// destination, an existing tensor, would take the op's history (call it under NoGradGuard).
 OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
                         const OpAttributes& attributes, const Tensor& destination);
 inline OpOutputs dispatch_into(const OpEntry& entry, std::initializer_list<Tensor> inputs,

@@ -12,9 +12,10 @@
 # whole, split into SHARDS gtest shards (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX); one tool at a
 # time, with every executable's shards side by side on the one GPU (at most JOBS at once, default
 # one per core), because racecheck slows shared-memory kernels down by orders of magnitude and
-# one process per executable would not finish. Each shard is killed after SHARD_TIMEOUT seconds and counts as a failure ("timeout"),
-# named with the test it was in; RESULTS_DIR/slowest.<tool>.txt lists the slowest tests that
-# finished, to show which shapes to shrink.
+# one process per executable would not finish. Each shard is killed after SHARD_TIMEOUT seconds
+# and counts as a failure ("timeout"), named with the test it was in;
+# RESULTS_DIR/slowest.<tool>.txt lists the slowest tests that finished, to show which shapes to
+# shrink.
 #
 # What it leaves out, by name and never by suppressing reports: the tests whose names hold
 # "OutOfMemory". They ask cudaMalloc for 1 PiB on purpose to test the error path, and memcheck
@@ -44,6 +45,7 @@ shift 2
 shards=${SHARDS:-8}
 shard_timeout=${SHARD_TIMEOUT:-480}  # racecheck needs it: 70 s timed most shards out
 max_jobs=${JOBS:-$(nproc)}           # sanitizer processes at a time
+[[ $max_jobs =~ ^[1-9][0-9]*$ ]] || { echo "JOBS must be a whole number of 1 or more" >&2; exit 2; }
 only=,${ONLY:-},  # a comma-separated list of executable names; empty: all
 for tool in "$@"; do
   case $tool in memcheck | racecheck | synccheck | initcheck) ;;

@@ -201,18 +201,18 @@ void Interpreter::plan_writes_into_targets(const std::vector<bool>& source_dead_
     if (target_touched) continue;
     write_into_[static_cast<std::size_t>(p)] = target;
     copy_done_by_[w] = p;
+    has_writes_into_ = true;
   }
 }
 
 // Note [Writing into the copy's target]: the rules only the run's tensors decide.
-bool Interpreter::may_write_into(const Tensor& target, std::span<const Tensor> inputs,
-                                 std::span<const Tensor> statics) {
+// `storages` holds the storages of the run's inputs and static inputs, sorted.
+bool Interpreter::may_write_into(const Tensor& target,
+                                 const std::vector<const Storage*>& storages) {
   if (!target.is_contiguous() || target.requires_grad()) return false;
-  int sharing = 0;
-  for (const std::span<const Tensor> list : {inputs, statics}) {
-    for (const Tensor& tensor : list) sharing += tensor.is_alias_of(target) ? 1 : 0;
-  }
-  return sharing == 1;
+  const auto [first, last] = std::equal_range(storages.begin(), storages.end(),
+                                              static_cast<const Storage*>(target.storage().get()));
+  return last - first == 1;  // the target's own, shared with no other input
 }
 
 std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
@@ -231,8 +231,15 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
     env[static_cast<std::size_t>(graph_.inputs()[i])] = inputs[i];
   }
   // A core observer (a trace of a bigger function) must see every copy the graph makes.
-  const bool writes_into_targets = !thread_has_core_observers();
+  const bool writes_into_targets = has_writes_into_ && !thread_has_core_observers();
   copy_done_.assign(graph_.nodes().size(), false);
+  std::vector<const Storage*> storages;
+  if (writes_into_targets) {
+    for (const std::span<const Tensor> list : {inputs, statics}) {
+      for (const Tensor& tensor : list) storages.push_back(tensor.storage().get());
+    }
+    std::sort(storages.begin(), storages.end());
+  }
   for (std::size_t i = 0; i < statics.size(); ++i) {
     env[static_cast<std::size_t>(graph_.statics()[i])] = statics[i];
   }
@@ -258,7 +265,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
         }
         const ValueId target = write_into_[n];
         const bool into = target >= 0 && writes_into_targets &&
-                          may_write_into(env[static_cast<std::size_t>(target)], inputs, statics);
+                          may_write_into(env[static_cast<std::size_t>(target)], storages);
         const ops::OpOutputs outputs =
             into ? ops::dispatch_into(*entries_[n], scratch_, node.attributes,
                                       env[static_cast<std::size_t>(target)])

@@ -42,7 +42,10 @@
 //     or static input (two parameters may be views of one flat buffer);
 //   - no core observer listens on the thread (a trace of a bigger function that calls this
 //     graph must see the copy, a write into T, as the graph does it).
-// Otherwise the op allocates as usual and the copy runs.
+// Otherwise the op allocates as usual and the copy runs. One difference remains when a run
+// fails between the op and the copy (an out of memory in a warm-up): the target already holds
+// the op's result, where the copy would not have run; as when an eager step fails halfway,
+// some of the step's writes happened.
 #pragma once
 
 #include <span>
@@ -65,8 +68,7 @@ class Interpreter {
 
  private:
   void plan_writes_into_targets(const std::vector<bool>& source_dead_after);
-  static bool may_write_into(const Tensor& target, std::span<const Tensor> inputs,
-                             std::span<const Tensor> statics);
+  static bool may_write_into(const Tensor& target, const std::vector<const Storage*>& storages);
 
   const Graph& graph_;
   std::vector<const ops::OpEntry*> entries_;  // per node; null for views, copies and writes
@@ -84,6 +86,7 @@ class Interpreter {
   std::vector<ValueId> write_into_;
   std::vector<std::int64_t> copy_done_by_;
   std::vector<bool> copy_done_;  // per node, in a run: its producer wrote the target
+  bool has_writes_into_ = false;  // some op may write into a copy's target
   std::vector<Tensor> scratch_;   // a node's inputs, reused from node to node
 };
 

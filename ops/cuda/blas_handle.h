@@ -31,12 +31,14 @@
 //   - work on one stream runs in order, so two GEMMs on a stream never use the workspace at
 //     once, whichever thread or handle launched them;
 //   - a graph replays on the stream it was captured on (DeviceGraph::replay), so its GEMMs are
-//     ordered with every other GEMM of that stream, eager or replayed;
+//     ordered with every other GEMM of that stream, eager or replayed; or, a tree manager's
+//     graph, on the caller's stream, ordered with every use of the manager's stream
+//     (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h);
 //   - the buffer is in no allocator pool, so no pool reuse, release or checkpoint can hand it
 //     to anyone else, and it outlives every graph.
-// Limits: a graph launched on a stream other than its capture stream while that stream runs
-// GEMMs would share the workspace unordered (grove never does this); each stream that ever ran a
-// GEMM keeps kWorkspaceBytes of device memory until the process exits.
+// Limits: a graph launched on a stream other than its capture stream, unordered with the GEMMs
+// of that stream, would share the workspace unordered (grove never does this); each stream that
+// ever ran a GEMM keeps kWorkspaceBytes of device memory until the process exits.
 #pragma once
 
 #include <cublasLt.h>

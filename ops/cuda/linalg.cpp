@@ -34,9 +34,11 @@
 // eager step spent in kernels on an H200 (ncu). Copying an operand with its matrices stacked
 // costs one elementwise kernel over the operand and turns the loop into one call. The copy keeps
 // each matrix's orientation (a transposed key stays column-major, read with CUBLAS_OP_T), so
-// only the batch layout changes and the products, and their sums, are the same. An operand that
-// broadcasts over a batch dim (stride 0) is left alone: packing would materialise the
-// broadcast.
+// only the batch layout changes: the same products, summed in whatever order cuBLAS picks for
+// the new batch shape (equal to the loop's within the float tolerance, not bit for bit). It is
+// done when the loop would make at least kPackFromCalls calls (two or three large products
+// lose nothing to their launches, and the copy would cost a pass over the operands) and no
+// operand broadcasts over a batch dim (stride 0: packing would materialise the broadcast).
 //
 // Note [cuBLASLt plan cache]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -380,6 +382,19 @@ bool broadcasts(const BatchDims& batch) {
   return false;
 }
 
+// Note [Packing batches for one strided call]: a loop of at least kPackFromCalls calls, with no
+// broadcast operand, and a batch count cuBLAS takes (an int).
+constexpr std::int64_t kPackFromCalls = 4;
+bool worth_packing(const BatchDims& batch) {
+  if (batch.size < 2 || broadcasts(batch)) return false;
+  std::int64_t calls = 1, count = 1;
+  for (std::size_t d = 0; d < batch.size; ++d) {
+    count *= batch.dims[d].size;
+    if (d + 1 < batch.size) calls *= batch.dims[d].size;
+  }
+  return calls >= kPackFromCalls && count <= INT_MAX;
+}
+
 // Whether an operand's matrices form one stack: each batch dim (size-1 dims aside) steps over
 // all of the dims inside it.
 bool stacked(const Operand& operand) {
@@ -425,7 +440,7 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
   GROVE_OP_CHECK(op_call, batch_ndim <= static_cast<std::size_t>(kMaxKernelDims), "at most ",
                  kMaxKernelDims, " batch dims are supported, but got ", batch_ndim);
   BatchDims batch = coalesced_batch(a, b, batch_ndim);
-  if (batch.size > 1 && !broadcasts(batch)) {  // Note [Packing batches for one strided call]
+  if (worth_packing(batch)) {  // Note [Packing batches for one strided call]
     if (!stacked(a)) a = packed(left, Role::Left, a.row_major);
     if (!stacked(b)) b = packed(right, right_role, b.row_major);
     batch = coalesced_batch(a, b, batch_ndim);

@@ -31,9 +31,9 @@
 // at least kSplitAtLeast / 4 long); a first kernel sums each run in one block into a float64
 // partial, and a second sums each output's partials in run order, with the same compensated
 // sum, and divides. Which elements go to which run depends on the sizes only, so the result is
-// the same from run to run; it may differ from one block's sum in the last bits of the double,
-// which rounding to the output's float type almost always hides. var keeps one block per output
-// (its second pass needs the mean first).
+// the same from run to run. It may differ from one block's sum in the last bits of the double:
+// rounding to float32 almost always hides that, a float64 output keeps it (both are within the
+// CPU's tolerance). var keeps one block per output (its second pass needs the mean first).
 
 #include <cuda_runtime_api.h>
 

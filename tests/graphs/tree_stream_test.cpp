@@ -5,8 +5,9 @@
 // the caller's kernels are made long enough to still be running when the manager's would start.
 #include <gmock/gmock.h>
 
-#include "tree_test_util.h"
+#include "core/device_graph.h"
 #include "tests/sanitizer_scale.h"
+#include "tree_test_util.h"
 
 namespace grove::graphs {
 namespace {
@@ -90,7 +91,9 @@ TEST_F(TreeStream, CallerWritesToAnOutputAreSeenByTheNextCall) {
 // streams, would run at once and write each other's intermediates; so a replay on another
 // stream than the pool's last work waits for it. The first call's input is made late by a long
 // chain on stream A, the second's at once on stream B: unordered, the second replay would
-// finish first and the first overwrite its output.
+// finish first and the first, finished before the read, overwrite its output. Then a recording
+// after replays on streams given back since: it must wait for them, and not through the
+// streams' ids, which belong to no one.
 TEST_F(TreeStream, AReplayOnAnotherStreamWaitsForThePoolsLastWork) {
   with_manager([](TreeManager& manager) {
     ManagedFunction f = manager.add_function(seventeen_times());
@@ -113,6 +116,7 @@ TEST_F(TreeStream, AReplayOnAnotherStreamWaitsForThePoolsLastWork) {
       const StreamGuard on_b(b);
       mark_step_begin();
       const TensorList out = f({filled(n, 2.0f)});
+      synchronize(a);  // unordered, stream A's replay would now have overwritten the output
       std::int64_t wrong = 0;
       for (float value : values(out[0])) wrong += value != 34.0f ? 1 : 0;
       EXPECT_EQ(wrong, 0) << "round " << round << ": expected every element to be 34";
@@ -122,6 +126,36 @@ TEST_F(TreeStream, AReplayOnAnotherStreamWaitsForThePoolsLastWork) {
     release_stream(a);
     release_stream(b);
     EXPECT_EQ(manager.counters().replays, 6u);
+    // A new signature: a warm-up and a recording on the manager's stream, after the replays.
+    for (int call = 0; call < 2; ++call) {
+      mark_step_begin();
+      std::int64_t wrong = 0;
+      for (float value : values(f({filled(2 * n, 3.0f)})[0])) wrong += value != 51.0f ? 1 : 0;
+      EXPECT_EQ(wrong, 0) << "call " << call << " of the second signature";
+    }
+    EXPECT_EQ(manager.counters().recordings, 2u);
+  });
+}
+
+// A graphed function called while the caller's stream captures a graph of its own is refused
+// with the reason, and the capture can still be ended.
+TEST_F(TreeStream, ACallWhileTheCallersStreamCapturesIsRefused) {
+  with_manager([](TreeManager& manager) {
+    ManagedFunction f = manager.add_function(seventeen_times());
+    const Tensor x = filled(8, 1.0f);
+    DeviceGraph outer(kTestDevice);
+    outer.begin_capture(current_stream(kTestDevice));
+    std::string message;
+    try {
+      (void)f({x});
+    } catch (const Error& error) {
+      message = error.what();
+    }
+    outer.end_capture();
+    EXPECT_THAT(message, ::testing::HasSubstr("graphed function 'seventeen_times' was called "
+                                              "while the caller's stream"));
+    EXPECT_THAT(message, ::testing::HasSubstr("Call it outside the capture"));
+    EXPECT_EQ(values(f({x})[0]), std::vector<float>(8, 17.0f));  // usable after it
   });
 }
 

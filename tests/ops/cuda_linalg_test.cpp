@@ -90,39 +90,47 @@ TEST(CudaLinalgTest, MlpShapesWithRealValues) {
 // operand broadcasts over one of two such dims, which is left as a loop.
 TEST(CudaLinalgTest, AttentionHeadsAsPackedBatches) {
   SKIP_WITHOUT_GPU();
-  const std::int64_t batch = 3, length = 5, heads = 4, width = 6;
-  const Tensor qkv =
-      testing::random_quarters({batch, length, 3 * heads * width}, DType::Float32, 21);
-  auto split_heads = [&](const Tensor& rows, std::int64_t part) {
-    return rows.slice(2, part * heads * width, (part + 1) * heads * width)
-        .view({batch, length, heads, width})
-        .transpose(1, 2);  // (B, H, T, D), not contiguous
-  };
-  auto both = [&](const std::function<Tensor(const Tensor&)>& product, const std::string& what) {
-    expect_parity(product(qkv), product(qkv.to(kGpu)), what);
-  };
-  both(
-      [&](const Tensor& x) {
-        return matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
-      },
-      "q @ k^T");
-  both(
-      [&](const Tensor& x) {
-        return matmul(split_heads(x, 0).transpose(-2, -1), split_heads(x, 2));
-      },
-      "q^T @ v (a weight-gradient layout)");
-  both(
-      [&](const Tensor& x) {
-        const Tensor att = matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
-        return matmul(att, split_heads(x, 2));
-      },
-      "att @ v");
-  both(
-      [&](const Tensor& x) {
-        const Tensor shared = split_heads(x, 1).slice(0, 0, 1);  // (1, H, T, D): broadcast over B
-        return matmul(split_heads(x, 0), shared.transpose(-2, -1));
-      },
-      "q @ k^T with k broadcast over the batch");
+  // A batch of 5: a loop of 5 calls, enough to be packed (kPackFromCalls).
+  const std::int64_t batch = 5, length = 5, heads = 4, width = 6;
+  for (const DType dtype : kFloatTypes) {
+    const Tensor qkv = testing::random_quarters({batch, length, 3 * heads * width}, dtype, 21);
+    auto split_heads = [&](const Tensor& rows, std::int64_t part) {
+      return rows.slice(2, part * heads * width, (part + 1) * heads * width)
+          .view({batch, length, heads, width})
+          .transpose(1, 2);  // (B, H, T, D), not contiguous
+    };
+    auto both = [&](const std::function<Tensor(const Tensor&)>& product, const std::string& what) {
+      expect_parity(product(qkv), product(qkv.to(kGpu)), what);
+    };
+    both(
+        [&](const Tensor& x) {
+          return matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
+        },
+        "q @ k^T");
+    both(
+        [&](const Tensor& x) {
+          return matmul(split_heads(x, 0).transpose(-2, -1), split_heads(x, 2));
+        },
+        "q^T @ v (a weight-gradient layout)");
+    both(
+        [&](const Tensor& x) {
+          const Tensor att = matmul(split_heads(x, 0), split_heads(x, 1).transpose(-2, -1));
+          return matmul(att, split_heads(x, 2));
+        },
+        "att @ v");
+    both(
+        [&](const Tensor& x) {
+          const Tensor shared = split_heads(x, 1).slice(0, 0, 1);  // (1, H, T, D): broadcast over B
+          return matmul(split_heads(x, 0), shared.transpose(-2, -1));
+        },
+        "q @ k^T with k broadcast over the batch");
+    both(
+        [&](const Tensor& x) {  // (B, 1, H, T, D): a size-1 dim between the two batch dims
+          return matmul(split_heads(x, 0).unsqueeze(1),
+                        split_heads(x, 1).unsqueeze(1).transpose(-2, -1));
+        },
+        "q @ k^T with a size-1 batch dim");
+  }
 }
 
 TEST(CudaLinalgTest, Tf32IsCloseButNotEqual) {

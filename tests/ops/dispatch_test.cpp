@@ -187,6 +187,10 @@ TEST(Dispatch, DispatchIntoWritesTheDestinationOrRefusesClearly) {
                 dispatch_into(add_entry, {destination, b}, {}, destination);
               }),
               HasSubstr("dispatch_into: the destination shares memory with an input"));
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(op_entry(OpKind::AddInplace), {a, b}, {}, zeros({2, 3}));
+              }),
+              HasSubstr("dispatch_into: the op writes its first input in place"));
   EXPECT_EQ(destination.to_vector<float>(), untouched);
   const OpAttributes max_over_rows = ReduceAttributes{.dims = {1}}.to_attributes();
   EXPECT_THAT(
