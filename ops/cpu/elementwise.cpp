@@ -2,6 +2,9 @@
 // broadcast inputs read through stride-0 dims, then runs a plain loop per innermost run.
 #include "ops/cpu/elementwise.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -21,6 +24,31 @@ const char* name_of(const OpCall& call) {
   return op_name(call.kind).data();
 }
 
+// Dense elementwise loops of at least this many elements are split over the OpenMP threads.
+// Each element's result depends on that element alone, so the split changes no value; below
+// this, starting the threads costs more than the work (a float add of 32K elements takes about
+// 10 us on one core).
+constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 15;
+
+// body(begin, end) over [0, n): one call, or one per thread in chunks of whole cache lines.
+template <typename Body>
+void split_elements(std::int64_t n, Body body) {
+  if (n < kMinParallelElements) {
+    body(std::int64_t{0}, n);
+    return;
+  }
+#pragma omp parallel
+  {
+    const std::int64_t threads = omp_get_num_threads();
+    const std::int64_t thread = omp_get_thread_num();
+    constexpr std::int64_t kGrain = 64;  // elements: a cache line of float64, two of float32
+    const std::int64_t chunk = ((n + threads - 1) / threads + kGrain - 1) / kGrain * kGrain;
+    const std::int64_t begin = std::min(n, thread * chunk);
+    const std::int64_t end = std::min(n, begin + chunk);
+    if (begin < end) body(begin, end);
+  }
+}
+
 // True if `input` is laid out exactly like the (contiguous) output: one flat loop serves both.
 bool dense_like(const Tensor& input, const Tensor& out) {
   return input.is_contiguous() && input.sizes() == out.sizes();
@@ -38,12 +66,25 @@ void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
     if (call.attributes.has_scalar) {
       const T value = call.attributes.scalar.to<T>();
       launch_cpu(current_stream(out.device()), [=] {
-        for (std::int64_t j = 0; j < n; ++j) o[j] = fn(x[j], value);
+        split_elements(n, [&](std::int64_t begin, std::int64_t end) {
+          // Locals, not the closure's members, which the stores might alias (see launch_cpu).
+          const T v = value;
+          const T* xs = x;
+          R* os = o;
+          const Fn f = fn;
+          for (std::int64_t j = begin; j < end; ++j) os[j] = f(xs[j], v);
+        });
       });
     } else {
       const T* y = typed<const T>(call.input(1));
       launch_cpu(current_stream(out.device()), [=] {
-        for (std::int64_t j = 0; j < n; ++j) o[j] = fn(x[j], y[j]);
+        split_elements(n, [&](std::int64_t begin, std::int64_t end) {
+          const T* xs = x;
+          const T* ys = y;
+          R* os = o;
+          const Fn f = fn;
+          for (std::int64_t j = begin; j < end; ++j) os[j] = f(xs[j], ys[j]);
+        });
       });
     }
     return;
@@ -221,7 +262,12 @@ void unary_run(const OpCall& call, const Tensor& out) {
   const UnaryRun<T> run{call.kind, parameters.first, parameters.second, parameters.approximate};
   if (dense_like(input, out)) {  // fast path: one flat run
     const std::int64_t n = out.numel();
-    launch_cpu(current_stream(out.device()), [=] { run(o, x, n, 1); });
+    launch_cpu(current_stream(out.device()), [=] {
+      split_elements(n, [&](std::int64_t begin, std::int64_t end) {
+        const UnaryRun<T> local = run;  // see the binary case
+        local(o + begin, x + begin, end - begin, 1);
+      });
+    });
     return;
   }
   const DimVector input_strides = broadcast_strides(input, out.sizes());

@@ -4,6 +4,12 @@
 // central differences against gelu; and the error paths.
 #include "ops/elementwise.h"
 
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "op_test_util.h"
 
 namespace grove::ops {
@@ -364,6 +370,41 @@ TEST(GeluBackward, ShapeAndDtypeErrors) {
                         "float64"));
   EXPECT_THAT(error_of([] { gelu_backward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)); }),
               HasSubstr("gelu_backward: expected a floating-point input, but got int64"));
+}
+
+}  // namespace
+}  // namespace grove::ops
+
+namespace grove::ops {
+namespace {
+
+// Dense elementwise ops of 32K elements or more are split over the OpenMP threads
+// (kMinParallelElements in ops/cpu/elementwise.cpp). Each element depends on itself alone, so
+// the result must equal, bit for bit, the same op run on pieces too small to be split, whatever
+// the thread count.
+TEST(ElementwiseThreads, SplitLoopsEqualUnsplitOnesBitForBit) {
+  const std::int64_t n = 100003;  // not a multiple of the chunk grain
+  const Tensor x = random_tensor({n}, DType::Float32, -4.0, 4.0, 41);
+  const Tensor y = random_tensor({n}, DType::Float32, -4.0, 4.0, 42);
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>>
+      cases = {
+          {"add", [](const Tensor& a, const Tensor& b) { return add(a, b); }},
+          {"mul by a scalar", [](const Tensor& a, const Tensor&) { return mul(a, 0.37); }},
+          {"gelu", [](const Tensor& a, const Tensor&) { return gelu(a); }},
+          {"gelu_backward", [](const Tensor& a, const Tensor& b) { return gelu_backward(b, a); }},
+          {"exp", [](const Tensor& a, const Tensor&) { return exp(a); }},
+      };
+  for (const auto& [name, op] : cases) {
+    const std::vector<double> whole = elements(op(x, y));
+    std::vector<double> pieces;
+    for (std::int64_t start = 0; start < n; start += 1000) {
+      const std::int64_t end = std::min(n, start + 1000);
+      const std::vector<double> piece =
+          elements(op(x.slice(0, start, end).clone(), y.slice(0, start, end).clone()));
+      pieces.insert(pieces.end(), piece.begin(), piece.end());
+    }
+    EXPECT_EQ(whole, pieces) << name;
+  }
 }
 
 }  // namespace
