@@ -90,27 +90,33 @@ void for_each_plane(const PoolPlan<T>& plan, Body body) {
 template <typename T>
 void run_max_pool(const PoolPlan<T>& plan) {
   for_each_plane(plan, [&](const T* input, std::int64_t p) {
-    T* values = plan.output + p * plan.out_h * plan.out_w;
-    std::int64_t* indices = plan.indices + p * plan.out_h * plan.out_w;
-    for (std::int64_t oy = 0; oy < plan.out_h; ++oy) {
-      const WindowSpan rows =
-          window_span(oy, plan.stride_h, plan.padding_h, plan.kernel_h, plan.height);
-      for (std::int64_t ox = 0; ox < plan.out_w; ++ox) {
-        const WindowSpan columns =
-            window_span(ox, plan.stride_w, plan.padding_w, plan.kernel_w, plan.width);
+    // The plan's fields as locals: the index stores below are int64 writes that, as far as the
+    // compiler knows, could change the plan's int64 fields, which it would reload every time.
+    const std::int64_t out_h = plan.out_h, out_w = plan.out_w, width = plan.width;
+    const std::int64_t height = plan.height, row_stride = plan.row_stride;
+    const std::int64_t column_stride = plan.column_stride;
+    const std::int64_t stride_h = plan.stride_h, stride_w = plan.stride_w;
+    const std::int64_t padding_h = plan.padding_h, padding_w = plan.padding_w;
+    const std::int64_t kernel_h = plan.kernel_h, kernel_w = plan.kernel_w;
+    T* values = plan.output + p * out_h * out_w;
+    std::int64_t* indices = plan.indices + p * out_h * out_w;
+    for (std::int64_t oy = 0; oy < out_h; ++oy) {
+      const WindowSpan rows = window_span(oy, stride_h, padding_h, kernel_h, height);
+      for (std::int64_t ox = 0; ox < out_w; ++ox) {
+        const WindowSpan columns = window_span(ox, stride_w, padding_w, kernel_w, width);
         T best = -std::numeric_limits<T>::infinity();
-        std::int64_t best_index = rows.begin * plan.width + columns.begin;
+        std::int64_t best_index = rows.begin * width + columns.begin;
         for (std::int64_t y = rows.begin; y < rows.end; ++y) {
           for (std::int64_t x = columns.begin; x < columns.end; ++x) {
-            const T value = input[y * plan.row_stride + x * plan.column_stride];
-            if (value > best || std::isnan(value)) {  // strict: the first maximum wins
-              best = value;
-              best_index = y * plan.width + x;
-            }
+            const T value = input[y * row_stride + x * column_stride];
+            // Strict: the first maximum wins; a NaN beats every number.
+            const bool take = (value > best) | (value != value);
+            best = take ? value : best;
+            best_index = take ? y * width + x : best_index;
           }
         }
-        values[oy * plan.out_w + ox] = best;
-        indices[oy * plan.out_w + ox] = best_index;
+        values[oy * out_w + ox] = best;
+        indices[oy * out_w + ox] = best_index;
       }
     }
   });
