@@ -87,8 +87,51 @@ void for_each_plane(const PoolPlan<T>& plan, Body body) {
   }
 }
 
+// max_pool2d's most common window, 2x2 with stride 2 and no padding over rows of unit stride:
+// every window lies inside the input, so one row of outputs is a loop over columns with no
+// clipping, written as selects the compiler can turn into vector blends (the general loop's
+// comparisons compile to branches, which random data mispredicts). The same rule as the general
+// loop: the window's elements in row-major order, a larger value or a NaN replaces the best.
+template <typename T>
+void max_pool_2x2_row(const T* row0, const T* row1, std::int64_t out_w, std::int64_t first_index,
+                      std::int64_t width, T* values, std::int64_t* indices) {
+  for (std::int64_t ox = 0; ox < out_w; ++ox) {
+    const T a = row0[2 * ox], b = row0[2 * ox + 1], c = row1[2 * ox], d = row1[2 * ox + 1];
+    T best = a;
+    std::int64_t offset = 0;  // of the best within the window: 0, 1, width or width + 1
+    bool take = (b > best) | (b != b);
+    best = take ? b : best;
+    offset = take ? 1 : offset;
+    take = (c > best) | (c != c);
+    best = take ? c : best;
+    offset = take ? width : offset;
+    take = (d > best) | (d != d);
+    best = take ? d : best;
+    offset = take ? width + 1 : offset;
+    values[ox] = best;
+    indices[ox] = first_index + 2 * ox + offset;
+  }
+}
+
 template <typename T>
 void run_max_pool(const PoolPlan<T>& plan) {
+  const bool two_by_two = plan.kernel_h == 2 && plan.kernel_w == 2 && plan.stride_h == 2 &&
+                          plan.stride_w == 2 && plan.padding_h == 0 && plan.padding_w == 0 &&
+                          plan.column_stride == 1;
+  if (two_by_two) {
+    for_each_plane(plan, [&](const T* input, std::int64_t p) {
+      const std::int64_t out_h = plan.out_h, out_w = plan.out_w, width = plan.width;
+      const std::int64_t row_stride = plan.row_stride;
+      T* values = plan.output + p * out_h * out_w;
+      std::int64_t* indices = plan.indices + p * out_h * out_w;
+      for (std::int64_t oy = 0; oy < out_h; ++oy) {
+        const T* row0 = input + 2 * oy * row_stride;
+        max_pool_2x2_row(row0, row0 + row_stride, out_w, 2 * oy * width, width,
+                         values + oy * out_w, indices + oy * out_w);
+      }
+    });
+    return;
+  }
   for_each_plane(plan, [&](const T* input, std::int64_t p) {
     // The plan's fields as locals: the index stores below are int64 writes that, as far as the
     // compiler knows, could change the plan's int64 fields, which it would reload every time.

@@ -201,7 +201,9 @@ TEST(MaxPool2d, NanInfinitiesAndTiesFollowOneRuleOnEveryPath) {
   const Tensor contiguous = from_vector<float>(data, {2, 3, 8, 9});
   const Tensor transposed = contiguous.transpose(-2, -1).contiguous().transpose(-2, -1);
   const Window windows[] = {{2, 2, 2, 2, 0, 0}, {3, 3, 2, 2, 1, 1}};
-  for (const Tensor& input : {contiguous, transposed}) {
+  // Contiguous 2x2 windows take the vectorised row loop (float32 and float64); transposed
+  // inputs and 3x3 windows the general one.
+  for (const Tensor& input : {contiguous, transposed, contiguous.to(DType::Float64)}) {
     for (const Window& w : windows) {
       const std::int64_t out_h = (8 + 2 * w.padding_h - w.kernel_h) / w.stride_h + 1;
       const std::int64_t out_w = (9 + 2 * w.padding_w - w.kernel_w) / w.stride_w + 1;
@@ -209,7 +211,8 @@ TEST(MaxPool2d, NanInfinitiesAndTiesFollowOneRuleOnEveryPath) {
       const auto [values, indices] = max_pool2d_with_indices(
           input, {w.kernel_h, w.kernel_w}, {w.stride_h, w.stride_w}, {w.padding_h, w.padding_w});
       const std::string where = "kernel " + std::to_string(w.kernel_h) +
-                                (input.is_contiguous() ? ", contiguous" : ", transposed");
+                                (input.is_contiguous() ? ", contiguous " : ", transposed ") +
+                                std::string(dtype_name(input.dtype()));
       EXPECT_EQ(elements(indices), expected.indices) << where;
       const std::vector<double> got = elements(values);
       ASSERT_EQ(got.size(), expected.max_values.size()) << where;
