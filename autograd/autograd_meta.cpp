@@ -1,6 +1,7 @@
 // AutogradMeta helpers: history, gradient edges and leaf accumulators.
 #include "autograd/autograd_meta.h"
 
+#include <mutex>
 #include <sstream>
 
 #include "autograd/accumulate_grad.h"
@@ -8,8 +9,16 @@
 
 namespace grove::autograd {
 
+// A leaf may be shared by graphs on several threads, whose first backward ops may all find it
+// without autograd data at once: the data is made under one lock and checked for again inside
+// it, so one thread never replaces (and frees) what another has just made and is using. The
+// check before the lock only skips it once the data exists; it is never removed while the
+// tensor has a strong handle.
 AutogradMeta& ensure_meta(const Tensor& tensor) {
   if (AutogradMeta* meta = meta_of(tensor)) return *meta;
+  static std::mutex making;
+  const std::lock_guard lock(making);
+  if (AutogradMeta* meta = meta_of(tensor)) return *meta;  // another thread made it first
   tensor.set_autograd_meta(std::make_unique<AutogradMeta>());
   return *meta_of(tensor);
 }
