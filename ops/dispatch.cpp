@@ -110,9 +110,10 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
   entry.infer(call, specs);
   // 3. Outputs.
   OpOutputs outputs;
-  GROVE_OP_CHECK(call, destination == nullptr || !specs.in_place,
-                 "dispatch_into: the op writes its first input in place; it takes no destination");
   if (specs.in_place) {
+    GROVE_OP_CHECK(call, destination == nullptr,
+                   "dispatch_into: the op writes its first input in place; it takes no "
+                   "destination");
     const Tensor& target = inputs[0];
     for (std::int64_t d = 0; d < target.dim(); ++d) {
       GROVE_OP_CHECK(call, target.strides()[d] != 0 || target.sizes()[d] <= 1,

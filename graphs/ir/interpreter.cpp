@@ -232,8 +232,8 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
   }
   // A core observer (a trace of a bigger function) must see every copy the graph makes.
   const bool writes_into_targets = has_writes_into_ && !thread_has_core_observers();
-  copy_done_.assign(graph_.nodes().size(), false);
   std::vector<const Storage*> storages;
+  if (has_writes_into_) copy_done_.assign(graph_.nodes().size(), false);  // read only then
   if (writes_into_targets) {
     for (const std::span<const Tensor> list : {inputs, statics}) {
       for (const Tensor& tensor : list) storages.push_back(tensor.storage().get());

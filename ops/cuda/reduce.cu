@@ -91,18 +91,6 @@ struct DeviceKahan {
   __device__ double value() const { return isfinite(plain) ? sum - compensation : plain; }
 };
 
-// The sum of f(v) over the reduced elements starting at `base`, this thread's share.
-template <typename T, typename F>
-__device__ double thread_sum(const StridedLoop<1>& inner, std::int64_t count, const T* base, F f) {
-  DeviceKahan total;
-  for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
-    std::int64_t offset[1];
-    offsets_of<1>(inner, j, offset);
-    total.add(f(base[offset[0]]));
-  }
-  return total.value();
-}
-
 // The sum of f(v) over the reduced elements [begin, end) starting at `base`, this thread's share.
 template <typename T, typename F>
 __device__ double thread_sum_range(const StridedLoop<1>& inner, std::int64_t begin,
@@ -114,6 +102,12 @@ __device__ double thread_sum_range(const StridedLoop<1>& inner, std::int64_t beg
     total.add(f(base[offset[0]]));
   }
   return total.value();
+}
+
+// The sum of f(v) over all the reduced elements starting at `base`, this thread's share.
+template <typename T, typename F>
+__device__ double thread_sum(const StridedLoop<1>& inner, std::int64_t count, const T* base, F f) {
+  return thread_sum_range(inner, 0, count, base, f);
 }
 
 // Note [Splitting a sum over blocks], first kernel: block b sums run b % parts of output

@@ -89,12 +89,20 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
   return {loss.detach()};
 }
 
+// train_step on `trainee`, compiled (quiet).
+CompiledFunction compiled_step(Trainee& trainee, Optimizer optimizer, Schedule schedule,
+                               GradReset reset) {
+  return compile(
+      [&trainee, optimizer, schedule, reset](const TensorList& in) {
+        return train_step(trainee, optimizer, schedule, reset, in);
+      },
+      quiet());
+}
+
 void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, GradReset reset) {
   on_fresh_thread([&] {
     Trainee eager, graphed;  // the same parameters (fixed seeds)
-    CompiledFunction step = compile(
-        [&](const TensorList& in) { return train_step(graphed, optimizer, schedule, reset, in); },
-        quiet());
+    CompiledFunction step = compiled_step(graphed, optimizer, schedule, reset);
     for (int s = 0; s < kSteps; ++s) {
       // The schedule writes the rate outside the step, into the tensor the graph reads.
       eager.lr.fill_(rate_at(s));
@@ -152,12 +160,8 @@ TEST_F(CompileWholeStep, AdamwWithAFixedRateEqualsEagerStepByStep) {
 TEST_F(CompileWholeStep, TwoBatchSizesTakingTurnsKeepTheirTraces) {
   on_fresh_thread([&] {
     Trainee eager, graphed;
-    CompiledFunction step = compile(
-        [&](const TensorList& in) {
-          return train_step(graphed, Optimizer::SgdMomentum, Schedule::Fixed,
-                            GradReset::NoneBefore, in);
-        },
-        quiet());
+    CompiledFunction step =
+        compiled_step(graphed, Optimizer::SgdMomentum, Schedule::Fixed, GradReset::NoneBefore);
     constexpr int kEpochs = 6;
     for (int s = 0; s < 2 * kEpochs; ++s) {
       const std::int64_t rows = s % 2 == 0 ? 6 : 2;
@@ -188,12 +192,8 @@ class OutputStorages final : public ops::OpObserver {
 TEST_F(CompileWholeStep, TheGradientsAreWrittenStraightIntoTheirBuffers) {
   on_fresh_thread([&] {
     Trainee eager, graphed;
-    CompiledFunction step = compile(
-        [&](const TensorList& in) {
-          return train_step(graphed, Optimizer::SgdMomentum, Schedule::Fixed,
-                            GradReset::NoneBefore, in);
-        },
-        quiet());
+    CompiledFunction step =
+        compiled_step(graphed, Optimizer::SgdMomentum, Schedule::Fixed, GradReset::NoneBefore);
     for (int s = 0; s < 6; ++s) {
       const TensorList batch = {input({6, 8}, 900 + s), targets(6, 950 + s)};
       const Tensor expected = train_step(eager, Optimizer::SgdMomentum, Schedule::Fixed,
