@@ -99,8 +99,15 @@ class PhiloxCellWriter {
   std::size_t next_ = 0;
 };
 
+// Set when the calling thread's WaitEvents is destroyed. A trivially destructible thread_local
+// stays readable through the whole of the thread's end, unlike WaitEvents itself.
+thread_local constinit bool wait_events_destroyed = false;
+
 // The events a thread's wait_stream calls record, one per device; destroyed with the thread.
 // (Destroying an event whose record is still pending is allowed: CUDA frees it once done.)
+// Objects destroyed later in the thread's end may still wait (a thread's tree managers, made
+// before its first wait, wait for their last replay when they go): wait_stream then makes and
+// destroys an event of its own, as wait_events_destroyed tells it.
 struct WaitEvents {
   std::array<cudaEvent_t, kMaxCudaDevices> events{};
   WaitEvents() = default;
@@ -110,6 +117,7 @@ struct WaitEvents {
     for (cudaEvent_t event : events) {
       if (event != nullptr) (void)cudaEventDestroy(event);  // fails harmlessly at process exit
     }
+    wait_events_destroyed = true;
   }
 };
 
@@ -137,6 +145,16 @@ class CudaCaptureBackend final : public CaptureBackend {
     cudaStream_t producer_stream = cuda_stream(producer);
     cudaStream_t waiter_stream = cuda_stream(waiter);
     DeviceGuard guard(waiter.device);
+    if (wait_events_destroyed) {  // the thread is ending: one event for this wait alone
+      cudaEvent_t event = nullptr;
+      GROVE_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+      const cudaError_t recorded = cudaEventRecord(event, producer_stream);
+      const cudaError_t waited =
+          recorded == cudaSuccess ? cudaStreamWaitEvent(waiter_stream, event, 0) : recorded;
+      (void)cudaEventDestroy(event);
+      GROVE_CUDA_CHECK(waited);
+      return;
+    }
     thread_local WaitEvents events;
     cudaEvent_t& event = events.events[static_cast<std::size_t>(waiter.device.index)];
     if (event == nullptr) {
