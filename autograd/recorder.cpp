@@ -45,6 +45,7 @@
 #include "autograd/op_node.h"
 #include "core/core_observer.h"
 #include "core/error.h"
+#include "ops/op_table.h"
 
 namespace grove::autograd {
 namespace {
@@ -75,6 +76,10 @@ class Recorder final : public ops::OpObserver, public CoreObserver {
                 "gradient history knowing. Do the change inside a NoGradGuard too, or take the "
                 "view with grad mode on");
     if (!any_requires_grad(call.inputs)) return;
+    GROVE_CHECK(ops::in_place_writes(call.kind, call.attributes) == 1, op,
+                ": an update of several parameters in one call has no derivative and cannot "
+                "run with grad mode on while an input requires gradients; call it inside an "
+                "autograd::NoGradGuard, as optimizers do");
     GROVE_CHECK(!(target.requires_grad() && target.is_leaf()), op,
                 ": a leaf tensor that requires gradients (", describe(target),
                 ") cannot be modified in place while grad mode is on: its gradient would no "

@@ -286,25 +286,34 @@ OpAttributes SgdAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, momentum, weight_decay, 0.0};
   attributes.flag = nesterov;
-  if (lr_from_tensor) attributes.ints = {1};
+  if (params != 1) {
+    attributes.ints = {lr_from_tensor ? 1 : 0, params};
+  } else if (lr_from_tensor) {
+    attributes.ints = {1};
+  }
   return attributes;
 }
 std::string SgdAttributes::describe() const {
   return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) +
          " momentum=" + real(momentum) + " weight_decay=" + real(weight_decay) +
-         " nesterov=" + boolean(nesterov);
+         " nesterov=" + boolean(nesterov) + (params != 1 ? " params=" + std::to_string(params) : "");
 }
 
 OpAttributes AdamwAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, beta1, beta2, eps};
   attributes.scalar = Scalar(weight_decay);
-  if (lr_from_tensor) attributes.ints = {1};
+  if (params != 1) {
+    attributes.ints = {lr_from_tensor ? 1 : 0, params};
+  } else if (lr_from_tensor) {
+    attributes.ints = {1};
+  }
   return attributes;
 }
 std::string AdamwAttributes::describe() const {
   return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) + " beta1=" + real(beta1) +
-         " beta2=" + real(beta2) + " eps=" + real(eps) + " weight_decay=" + real(weight_decay);
+         " beta2=" + real(beta2) + " eps=" + real(eps) + " weight_decay=" + real(weight_decay) +
+         (params != 1 ? " params=" + std::to_string(params) : "");
 }
 
 // ---- random ops --------------------------------------------------------------------------------

@@ -194,25 +194,35 @@ struct NormalAttributes {
   std::string describe() const;
 };
 
+// The most parameters one sgd_ or adamw_ call updates (ops/optim.h).
+inline constexpr std::int64_t kMaxOptimParams = std::int64_t{1} << 20;
+
 // sgd_ (ops/optim.h): reals = lr, momentum, weight_decay; flag = nesterov; ints = {1} when the
-// learning rate is read from the call's last input, a tensor (lr is then unused), else empty.
+// learning rate is read from the call's last input, a tensor (lr is then unused), else empty;
+// ints = {lr_from_tensor, params} when one call updates params > 1 parameters.
 struct SgdAttributes {
   double lr = 0.0;
   double momentum = 0.0;
   double weight_decay = 0.0;
   bool nesterov = false;
   bool lr_from_tensor = false;
+  std::int64_t params = 1;
 
   OpAttributes to_attributes() const;
   static SgdAttributes from(const OpAttributes& attributes) {
-    return {attributes.reals[0], attributes.reals[1], attributes.reals[2], attributes.flag,
-            !attributes.ints.empty() && attributes.ints[0] != 0};
+    return {attributes.reals[0],
+            attributes.reals[1],
+            attributes.reals[2],
+            attributes.flag,
+            !attributes.ints.empty() && attributes.ints[0] != 0,
+            attributes.ints.size() > 1 ? attributes.ints[1] : 1};
   }
   std::string describe() const;
 };
 
 // adamw_ (ops/optim.h): reals = lr, beta1, beta2, eps; scalar = weight_decay; ints = {1} when
-// the learning rate is read from the call's last input, a tensor (lr is then unused), else empty.
+// the learning rate is read from the call's last input, a tensor (lr is then unused), else empty;
+// ints = {lr_from_tensor, params} when one call updates params > 1 parameters.
 struct AdamwAttributes {
   double lr = 0.0;
   double beta1 = 0.0;
@@ -220,6 +230,7 @@ struct AdamwAttributes {
   double eps = 0.0;
   double weight_decay = 0.0;
   bool lr_from_tensor = false;
+  std::int64_t params = 1;
 
   OpAttributes to_attributes() const;
   static AdamwAttributes from(const OpAttributes& attributes) {
@@ -228,7 +239,8 @@ struct AdamwAttributes {
             attributes.reals[2],
             attributes.reals[3],
             attributes.scalar.to<double>(),
-            !attributes.ints.empty() && attributes.ints[0] != 0};
+            !attributes.ints.empty() && attributes.ints[0] != 0,
+            attributes.ints.size() > 1 ? attributes.ints[1] : 1};
   }
   std::string describe() const;
 };

@@ -110,24 +110,28 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
   entry.infer(call, specs);
   // 3. Outputs.
   OpOutputs outputs;
+  std::size_t written = 0;  // inputs written in place: [0, written)
   if (specs.in_place) {
     GROVE_OP_CHECK(call, destination == nullptr,
                    "dispatch_into: the op writes its first input in place; it takes no "
                    "destination");
-    const Tensor& target = inputs[0];
-    for (std::int64_t d = 0; d < target.dim(); ++d) {
-      GROVE_OP_CHECK(call, target.strides()[d] != 0 || target.sizes()[d] <= 1,
-                     "cannot write in place into a broadcast (expanded) view: dimension ", d,
-                     " has stride 0; clone() it first");
+    written = in_place_writes(entry.kind, attributes);  // 1 but for optimizers
+    for (std::size_t w = 0; w < written; ++w) {
+      const Tensor& target = inputs[w];
+      const std::string which = written > 1 ? str("input ", w, ", ") : std::string();
+      for (std::int64_t d = 0; d < target.dim(); ++d) {
+        GROVE_OP_CHECK(call, target.strides()[d] != 0 || target.sizes()[d] <= 1,
+                       "cannot write in place into a broadcast (expanded) view: ", which,
+                       "dimension ", d, " has stride 0; clone() it first");
+      }
+      GROVE_OP_CHECK(call, !has_internal_overlap(target.sizes(), target.strides()),
+                     "cannot write in place into a tensor whose elements share memory locations "
+                     "(",
+                     which, "strides ", target.strides(),
+                     "); the result would depend on the order of the writes. clone() it first");
     }
-    GROVE_OP_CHECK(call, !has_internal_overlap(target.sizes(), target.strides()),
-                   "cannot write in place into a tensor whose elements share memory locations "
-                   "(strides ",
-                   target.strides(),
-                   "); the result would depend on the order of "
-                   "the writes. clone() it first");
     notify_observers([&](OpObserver& observer) { observer.before_in_place(call); });
-    outputs.push_back(target);
+    outputs.push_back(inputs[0]);
   } else if (destination != nullptr) {
     GROVE_OP_CHECK(call, specs.count == 1, "dispatch_into: the op has ", specs.count,
                    " outputs; only an op with one output can write into a destination");
@@ -158,7 +162,7 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
     const SuspendCoreObservers internal_views;  // see Note [Op observers]
     kernel(call, outputs);
   }
-  if (specs.in_place) inputs[0].bump_version();
+  for (std::size_t w = 0; w < written; ++w) inputs[w].bump_version();
   if (destination != nullptr) destination->bump_version();
   // 5. Observers (autograd, tracing).
   notify_observers([&](OpObserver& observer) { observer.on_op(call, outputs); });

@@ -10,6 +10,14 @@
 #include "ops/op_table.h"
 
 namespace grove::ops {
+namespace {
+
+// sgd_ and adamw_ over several parameters: a count their infer accepts (ops/optim.cpp).
+bool valid_param_count(std::int64_t params) {
+  return params >= 1 && params <= kMaxOptimParams;
+}
+
+}  // namespace
 
 InputCount input_count(OpKind kind, const OpAttributes& attributes) {
   const std::size_t scalar_operand = attributes.has_scalar ? 1 : 0;
@@ -83,12 +91,20 @@ InputCount input_count(OpKind kind, const OpAttributes& attributes) {
       return InputCount::exactly(1);
     case OpKind::Lerp:  // (x, end) with a scalar weight, or (x, end, weight)
       return {2, 3};
-    case OpKind::SgdStep: {  // (param, grad[, velocity][, lr])
-      const std::size_t lr = SgdAttributes::from(attributes).lr_from_tensor ? 1 : 0;
-      return {2 + lr, 3 + lr};
+    case OpKind::SgdStep: {  // (param, grad[, velocity][, lr]), or n of each but lr
+      const SgdAttributes a = SgdAttributes::from(attributes);
+      const std::size_t lr = a.lr_from_tensor ? 1 : 0;
+      if (a.params == 1) return {2 + lr, 3 + lr};
+      if (!valid_param_count(a.params)) return {0, InputCount::kAny};  // infer refuses it
+      const auto n = static_cast<std::size_t>(a.params);
+      return InputCount::exactly(n * (a.momentum != 0 ? 3 : 2) + lr);
     }
-    case OpKind::AdamwStep:  // (param, grad, exp_avg, exp_avg_sq, step[, lr])
-      return InputCount::exactly(AdamwAttributes::from(attributes).lr_from_tensor ? 6 : 5);
+    case OpKind::AdamwStep: {  // (param, grad, exp_avg, exp_avg_sq, step[, lr]), n of the four
+      const AdamwAttributes a = AdamwAttributes::from(attributes);
+      if (!valid_param_count(a.params)) return {0, InputCount::kAny};  // infer refuses it
+      return InputCount::exactly(4 * static_cast<std::size_t>(a.params) + 1 +
+                                 (a.lr_from_tensor ? 1 : 0));
+    }
     case OpKind::Linear:  // (x, weight[, bias])
     case OpKind::Conv2d:  // (input, weight[, bias])
       return {2, 3};
@@ -112,6 +128,13 @@ InputCount input_count(OpKind kind, const OpAttributes& attributes) {
   GROVE_CHECK(false, "input_count: ", static_cast<int>(kind),
               " is not an op kind (expected a value below ", static_cast<int>(OpKind::Count), ")");
   return {};
+}
+
+std::size_t in_place_writes(OpKind kind, const OpAttributes& attributes) {
+  std::int64_t params = 1;
+  if (kind == OpKind::SgdStep) params = SgdAttributes::from(attributes).params;
+  if (kind == OpKind::AdamwStep) params = AdamwAttributes::from(attributes).params;
+  return valid_param_count(params) ? static_cast<std::size_t>(params) : 1;
 }
 
 }  // namespace grove::ops

@@ -39,6 +39,12 @@ struct InputCount {
 // is not there (ops/input_counts.cpp).
 InputCount input_count(OpKind kind, const OpAttributes& attributes);
 
+// How many leading inputs an in-place op (OutputSpecs::in_place) writes: 1, except sgd_ and
+// adamw_ over n parameters, which write inputs [0, n), the parameters (their states, written
+// too, are optimizer-internal; ops/optim.h). dispatch() checks each of them as it checks input
+// 0 and bumps their versions; a trace records them as written (graphs/ir/graph.h).
+std::size_t in_place_writes(OpKind kind, const OpAttributes& attributes);
+
 // The families' entry lists (ops/<family>.cpp), gathered by op_entry(). The order within a list
 // is the order of GROVE_OPS in ops/op_kind.h.
 std::span<const OpEntry> elementwise_entries();

@@ -2,7 +2,11 @@
 // ops/cpu/optim.cpp and ops/cuda/optim.cu; the per-element math is shared (ops/optim_math.h).
 #include "ops/optim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "ops/attributes.h"
 #include "ops/cpu/optim.h"
@@ -10,6 +14,7 @@
 #include "ops/cuda/optim.h"
 #include "ops/dispatch.h"
 #include "ops/op_table.h"
+#include "ops/optim_math.h"
 
 namespace grove::ops {
 namespace {
@@ -29,32 +34,92 @@ bool overlap(const Tensor& a, const Tensor& b) {
   return a_begin < end_of(b) && b_begin < end_of(a);
 }
 
-// Inputs [0, tensors) are parameter, gradient and states: one floating dtype, one shape, no
-// overlap. `names` names them for the messages.
-void check_tensors(const OpCall& call, std::size_t tensors, const char* const* names) {
-  const Tensor& param = call.input(0);
-  GROVE_OP_CHECK(call, param.dtype() == DType::Float32 || param.dtype() == DType::Float64,
-                 "expected a float32 or float64 parameter, but got ", param.dtype());
-  for (std::size_t i = 1; i < tensors; ++i) {
-    const Tensor& t = call.input(i);
-    GROVE_OP_CHECK(call, t.dtype() == param.dtype(), "expected ", names[i],
-                   " to have the parameter's dtype ", param.dtype(), ", but got ", t.dtype());
-    GROVE_OP_CHECK(call, t.sizes() == param.sizes(), "expected ", names[i],
-                   " to have the parameter's sizes ", param.sizes(), ", but got ", t.sizes());
-  }
-  // The states (inputs 2 and up) are written like the parameter, whose layout dispatch checks.
-  for (std::size_t i = 2; i < tensors; ++i) {
-    const Tensor& t = call.input(i);
-    GROVE_OP_CHECK(call, !has_internal_overlap(t.sizes(), t.strides()), names[i],
-                   " has elements that share memory (an expanded view, strides ", t.strides(),
-                   "); each element needs its own: clone() it");
-  }
-  for (std::size_t i = 0; i < tensors; ++i) {
-    for (std::size_t j = i + 1; j < tensors; ++j) {
-      GROVE_OP_CHECK(call, !overlap(call.input(i), call.input(j)), names[i], " and ", names[j],
-                     " share memory; each needs its own (clone() one of them)");
+// The name of operand `operand` (kNames: "param", "grad", states) of parameter `param`, for the
+// messages: "velocity" in a call of one parameter, "velocity 3" in a call of several.
+std::string operand_name(const char* const* names, std::size_t operand, std::size_t param,
+                         std::size_t params) {
+  return params == 1 ? std::string(names[operand]) : str(names[operand], " ", param);
+}
+
+// The parameters, gradients and states (Note [One update over many parameters] in
+// ops/optim.h): one floating dtype, each parameter's operands its shape, no two overlapping.
+void check_tensors(const OpCall& call, const char* const* names) {
+  const std::size_t params = optim_params(call);
+  const std::size_t operands = optim_tensors(call);
+  const DType dtype = call.input(0).dtype();
+  GROVE_OP_CHECK(call, dtype == DType::Float32 || dtype == DType::Float64,
+                 "expected a float32 or float64 parameter, but got ", dtype);
+  for (std::size_t p = 0; p < params; ++p) {
+    const Tensor& param = optim_operand(call, 0, p);
+    for (std::size_t k = 0; k < operands; ++k) {
+      const Tensor& t = optim_operand(call, k, p);
+      GROVE_OP_CHECK(call, t.dtype() == dtype, "expected ", operand_name(names, k, p, params),
+                     params == 1 ? " to have the parameter's dtype " : " to have param 0's dtype ",
+                     dtype, ", but got ", t.dtype(),
+                     params > 1 ? " (one call updates parameters of one dtype)" : "");
+      GROVE_OP_CHECK(call, t.sizes() == param.sizes(), "expected ",
+                     operand_name(names, k, p, params), " to have the parameter's sizes ",
+                     param.sizes(), ", but got ", t.sizes());
+    }
+    // The states are written like the parameter, whose layout dispatch checks.
+    for (std::size_t k = 2; k < operands; ++k) {
+      const Tensor& t = optim_operand(call, k, p);
+      GROVE_OP_CHECK(call, !has_internal_overlap(t.sizes(), t.strides()),
+                     operand_name(names, k, p, params),
+                     " has elements that share memory (an expanded view, strides ", t.strides(),
+                     "); each element needs its own: clone() it");
     }
   }
+  // No two tensors overlap: sorted by storage and first byte, each is checked against the one
+  // reaching furthest among those before it on its storage.
+  struct Span {
+    const void* storage;
+    const char* begin;
+    const char* end;
+    std::size_t operand;
+    std::size_t param;
+  };
+  std::vector<Span> spans;
+  spans.reserve(params * operands);
+  for (std::size_t k = 0; k < operands; ++k) {
+    for (std::size_t p = 0; p < params; ++p) {
+      const Tensor& t = optim_operand(call, k, p);
+      if (t.numel() == 0) continue;
+      spans.push_back({t.storage().get(), static_cast<const char*>(t.data_ptr()), end_of(t), k, p});
+    }
+  }
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.storage != b.storage ? std::less<>()(a.storage, b.storage) : a.begin < b.begin;
+  });
+  for (std::size_t i = 1, furthest = 0; i < spans.size(); ++i) {
+    const Span& a = spans[furthest];
+    const Span& b = spans[i];
+    if (a.storage != b.storage) {
+      furthest = i;
+      continue;
+    }
+    const bool a_first = a.operand != b.operand ? a.operand < b.operand : a.param < b.param;
+    const Span& first = a_first ? a : b;
+    const Span& second = a_first ? b : a;
+    GROVE_OP_CHECK(call, b.begin >= a.end, operand_name(names, first.operand, first.param, params),
+                   " and ", operand_name(names, second.operand, second.param, params),
+                   " share memory; each needs its own (clone() one of them)");
+    if (b.end > a.end) furthest = i;
+  }
+}
+
+// The parameter count of a call over several parameters (the attribute `params`).
+void check_param_count(const OpCall& call, std::int64_t params, std::size_t per_param,
+                       std::size_t others) {
+  GROVE_OP_CHECK(call, params >= 1 && params <= kMaxOptimParams,
+                 "expected params (the number of parameters the call updates) in [1, ",
+                 kMaxOptimParams, "], but got ", params);
+  GROVE_OP_CHECK(call,
+                 call.inputs.size() == static_cast<std::size_t>(params) * per_param + others,
+                 "expected ", per_param, " tensors for each of the ", params,
+                 " parameters, grouped by kind (all parameters, then all gradients, then each "
+                 "state's), then ",
+                 others, " more, but got ", call.inputs.size(), " inputs");
 }
 
 void check_hyperparameter(const OpCall& call, const char* name, double value, bool ok,
@@ -77,12 +142,15 @@ void check_lr_tensor(const OpCall& call, std::size_t tensors) {
   }
 }
 
-// Inputs (param, grad[, velocity][, lr]). Attributes: SgdAttributes (ops/attributes.h).
+// Inputs (param, grad[, velocity][, lr]), or n params, n grads[, n velocities][, lr].
+// Attributes: SgdAttributes (ops/attributes.h).
 void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "velocity"};
-  const auto [lr, momentum, weight_decay, nesterov, lr_from_tensor] =
+  const auto [lr, momentum, weight_decay, nesterov, lr_from_tensor, params] =
       SgdAttributes::from(call.attributes);
-  const std::size_t tensors = call.inputs.size() - (lr_from_tensor ? 1 : 0);
+  const std::size_t lr_inputs = lr_from_tensor ? 1 : 0;
+  if (params != 1) check_param_count(call, params, momentum != 0 ? 3 : 2, lr_inputs);
+  const std::size_t tensors = call.inputs.size() - lr_inputs;
   if (lr_from_tensor) {
     check_lr_tensor(call, tensors);
   } else {
@@ -92,19 +160,23 @@ void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
   GROVE_OP_CHECK(call, !nesterov || momentum > 0, "nesterov needs momentum > 0, but momentum is ",
                  momentum);
-  GROVE_OP_CHECK(call, momentum == 0 || tensors == 3, "momentum ", momentum,
-                 " needs a velocity tensor (zeros_like(param) at first)");
-  check_tensors(call, tensors, kNames);
+  GROVE_OP_CHECK(call, momentum == 0 || tensors == 3 * static_cast<std::size_t>(params),
+                 "momentum ", momentum,
+                 " needs a velocity tensor for each parameter (zeros_like(param) at first)");
+  check_tensors(call, kNames);
   outputs.in_place = true;
 }
 
-// Inputs (param, grad, exp_avg, exp_avg_sq, step[, lr]). Attributes: AdamwAttributes.
+// Inputs (param, grad, exp_avg, exp_avg_sq, step[, lr]), or n of each of the first four, then
+// step[, lr]. Attributes: AdamwAttributes.
 void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-  const auto [lr, beta1, beta2, eps, weight_decay, lr_from_tensor] =
+  const auto [lr, beta1, beta2, eps, weight_decay, lr_from_tensor, params] =
       AdamwAttributes::from(call.attributes);
+  if (params != 1) check_param_count(call, params, 4, lr_from_tensor ? 2 : 1);
+  const std::size_t tensors = 4 * static_cast<std::size_t>(params);
   if (lr_from_tensor) {
-    check_lr_tensor(call, 5);
+    check_lr_tensor(call, tensors + 1);
   } else {
     check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
   }
@@ -112,14 +184,17 @@ void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   check_hyperparameter(call, "beta2", beta2, beta2 >= 0 && beta2 < 1, "in [0, 1)");
   check_hyperparameter(call, "eps", eps, eps >= 0, ">= 0");
   check_hyperparameter(call, "weight_decay", weight_decay, weight_decay >= 0, ">= 0");
-  check_tensors(call, 4, kNames);
-  const Tensor& step = call.input(4);
+  check_tensors(call, kNames);
+  const Tensor& step = call.input(tensors);
   GROVE_OP_CHECK(call, step.numel() == 1 && step.dtype() != DType::Bool,
                  "expected step to be a one-element numeric tensor holding the step number, "
                  "but got ",
                  step.dtype(), step.sizes());
-  for (std::size_t i = 0; i < 4; ++i) {
-    GROVE_OP_CHECK(call, !overlap(call.input(i), step), kNames[i],
+  for (std::size_t i = 0; i < tensors; ++i) {
+    GROVE_OP_CHECK(call, !overlap(call.input(i), step),
+                   operand_name(kNames, i / static_cast<std::size_t>(params),
+                                i % static_cast<std::size_t>(params),
+                                static_cast<std::size_t>(params)),
                    " shares memory with step; the step needs its own tensor");
   }
   outputs.in_place = true;
@@ -173,6 +248,55 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
                                       .to_attributes();
   dispatch(kAdamw, {param, grad, exp_avg, exp_avg_sq, step, lr}, attributes);
   return param;
+}
+
+namespace {
+
+// Checks the lists' lengths against the parameters' and appends `list` to `inputs`.
+void append_list(std::vector<Tensor>& inputs, std::span<const Tensor> list, std::size_t params,
+                 const char* op, const char* name) {
+  GROVE_CHECK(list.size() == params, op, ": expected one ", name, " for each of the ", params,
+              " parameters, but got ", list.size());
+  inputs.insert(inputs.end(), list.begin(), list.end());
+}
+
+}  // namespace
+
+void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdOptions& options) {
+  GROVE_CHECK(!params.empty(), "sgd_: expected at least one parameter, but the list is empty");
+  const SgdAttributes attributes{options.lr,       options.momentum, options.weight_decay,
+                                 options.nesterov, lr.defined(),
+                                 static_cast<std::int64_t>(params.size())};
+  std::vector<Tensor> inputs;
+  inputs.reserve(3 * params.size() + 1);
+  append_list(inputs, params, params.size(), "sgd_", "parameter");
+  append_list(inputs, grads, params.size(), "sgd_", "gradient");
+  if (options.momentum != 0 || !velocities.empty()) {
+    GROVE_CHECK(options.momentum != 0, "sgd_: velocities are for momentum != 0; with momentum 0, "
+                "pass none (an empty list)");
+    append_list(inputs, velocities, params.size(), "sgd_", "velocity");
+  }
+  if (lr.defined()) inputs.push_back(lr);
+  dispatch(kSgd, inputs, attributes.to_attributes());
+}
+
+void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
+            std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+            const Tensor& step, const Tensor& lr, const AdamwOptions& options) {
+  GROVE_CHECK(!params.empty(), "adamw_: expected at least one parameter, but the list is empty");
+  const AdamwAttributes attributes{options.lr,  options.beta1,        options.beta2,
+                                   options.eps, options.weight_decay, lr.defined(),
+                                   static_cast<std::int64_t>(params.size())};
+  std::vector<Tensor> inputs;
+  inputs.reserve(4 * params.size() + 2);
+  append_list(inputs, params, params.size(), "adamw_", "parameter");
+  append_list(inputs, grads, params.size(), "adamw_", "gradient");
+  append_list(inputs, exp_avgs, params.size(), "adamw_", "exp_avg");
+  append_list(inputs, exp_avg_sqs, params.size(), "adamw_", "exp_avg_sq");
+  inputs.push_back(step);
+  if (lr.defined()) inputs.push_back(lr);
+  dispatch(kAdamw, inputs, attributes.to_attributes());
 }
 
 std::span<const OpEntry> optim_entries() {

@@ -14,6 +14,8 @@
 // accepted. Nothing here synchronises the host.
 #pragma once
 
+#include <span>
+
 #include "core/tensor.h"
 
 namespace grove::ops {
@@ -62,6 +64,31 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const Tensor& lr,
                      const AdamwOptions& options);
+
+// Note [One update over many parameters]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// sgd_ and adamw_ also take lists: one call updates every parameter of the lists, each from its
+// own gradient and into its own states, exactly as one call per parameter would (the same
+// per-element formula, ops/optim_math.h, so the results agree bit for bit). An optimizer step
+// is then one op instead of one per parameter: on a GPU one kernel for all of them (when every
+// tensor is contiguous; otherwise one per parameter), which is what a step of a model with
+// dozens of small parameters spends its launches and its graph nodes on.
+//   - The op's inputs are grouped by kind: the n parameters, then the n gradients, then the n
+//     tensors of each state (velocity; exp_avg, then exp_avg_sq), then AdamW's step, then lr.
+//     The attribute `params` holds n (ops/attributes.h); n = 1 is the call of one parameter.
+//   - Each parameter's tensors follow the rules above; all parameters share one dtype; no two
+//     of all the tensors overlap (errors name the tensor and its parameter: "grad 3").
+//   - The op writes inputs [0, n) in place (ops::in_place_writes): dispatch checks and bumps
+//     each parameter as it does input 0, and a trace records every parameter as written. It
+//     returns params[0]. With grad mode on and a tensor that requires gradients it is refused
+//     (it has no derivative; optimizers call it inside a NoGradGuard).
+//   - sgd_ takes velocities exactly when momentum != 0 (empty otherwise); an undefined `lr`
+//     means options.lr, fixed when the call is made or traced.
+void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdOptions& options);
+void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
+            std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
+            const Tensor& step, const Tensor& lr, const AdamwOptions& options);
 
 // Learning rates in tensors. Captured graphs (and compiled steps) keep the hyperparameters of
 // options as kernel arguments, fixed when the update is captured or traced: with them, a

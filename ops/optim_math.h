@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/strided_loop.h"
 #include "ops/attributes.h"
@@ -116,11 +117,26 @@ GROVE_HOST_DEVICE inline double read_lr(const LrSource& source, double fixed) {
 
 // Host-side helpers of both kernels.
 
-// The call's inputs that are parameter, gradient and states: all but the learning-rate tensor
-// (the last input, when there is one) and AdamW's step.
+// How many parameters the call updates (1, or the attribute `params`; ops/optim.h).
+inline std::size_t optim_params(const OpCall& call) {
+  const std::int64_t params = call.kind == OpKind::AdamwStep
+                                  ? AdamwAttributes::from(call.attributes).params
+                                  : SgdAttributes::from(call.attributes).params;
+  return static_cast<std::size_t>(params);
+}
+
+// How many tensors each parameter has in the call: itself, its gradient and its states (all
+// inputs but the learning-rate tensor, the last input when there is one, and AdamW's step).
 inline std::size_t optim_tensors(const OpCall& call) {
   if (call.kind == OpKind::AdamwStep) return 4;
-  return call.inputs.size() - (SgdAttributes::from(call.attributes).lr_from_tensor ? 1 : 0);
+  const std::size_t lr = SgdAttributes::from(call.attributes).lr_from_tensor ? 1 : 0;
+  return (call.inputs.size() - lr) / optim_params(call);
+}
+
+// Operand `operand` (0 param, 1 grad, 2... states) of parameter `param`: the inputs are grouped
+// by operand (Note [One update over many parameters] in ops/optim.h).
+inline const Tensor& optim_operand(const OpCall& call, std::size_t operand, std::size_t param) {
+  return call.inputs[operand * optim_params(call) + param];
 }
 
 inline LrSource lr_source(const OpCall& call) {
@@ -167,10 +183,44 @@ AdamwCoefficients<T> adamw_coefficients(const OpCall& call) {
   return c;
 }
 
-// Parameter, gradient or state `index`'s data, or null when the call has no such input.
+// Parameter, gradient or state `index`'s data, or null when the call has no such input. For
+// calls of one parameter.
 template <typename T>
 T* optim_data(const OpCall& call, std::size_t index) {
   return index < optim_tensors(call) ? static_cast<T*>(call.input(index).data_ptr()) : nullptr;
+}
+
+// AdamW's step tensor: the input after the parameters' tensors.
+inline const Tensor& adamw_step_input(const OpCall& call) {
+  return call.input(4 * optim_params(call));
+}
+
+// Runs `body(one)` for each parameter of a call over several, where `one` is the call of that
+// parameter alone (its tensors, then AdamW's step and the lr tensor, with params = 1): the
+// kernels' way to take a call whose tensors they cannot update in one pass.
+template <typename Body>
+void for_each_param(const OpCall& call, Body&& body) {
+  const std::size_t params = optim_params(call);
+  const std::size_t operands = optim_tensors(call);
+  OpAttributes attributes;
+  if (call.kind == OpKind::AdamwStep) {
+    AdamwAttributes a = AdamwAttributes::from(call.attributes);
+    a.params = 1;
+    attributes = a.to_attributes();
+  } else {
+    SgdAttributes a = SgdAttributes::from(call.attributes);
+    a.params = 1;
+    attributes = a.to_attributes();
+  }
+  const std::size_t others = call.inputs.size() - params * operands;  // step, lr
+  std::vector<Tensor> inputs(operands + others);
+  for (std::size_t p = 0; p < params; ++p) {
+    for (std::size_t k = 0; k < operands; ++k) inputs[k] = optim_operand(call, k, p);
+    for (std::size_t o = 0; o < others; ++o) {
+      inputs[operands + o] = call.inputs[params * operands + o];
+    }
+    body(OpCall{call.kind, inputs, attributes});
+  }
 }
 
 }  // namespace grove::ops

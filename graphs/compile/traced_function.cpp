@@ -267,15 +267,16 @@ void TracedFunction::build(const CompileOptions& options) {
     // Inputs the graph writes in place (a whole step's parameters and gradients), declared so
     // the manager knows them from the start instead of finding them in the warm-up.
     for (const Node& node : graph.nodes()) {
-      if (!node.in_place) continue;
-      const Value& root = graph.value(graph.root(node.inputs[0]));
-      int index = -1;
-      if (root.origin == ValueOrigin::Input) index = root.index;
-      if (root.origin == ValueOrigin::Static) index = static_cast<int>(num_inputs) + root.index;
-      if (index >= 0 &&
-          std::find(function.mutated_input_indices.begin(), function.mutated_input_indices.end(),
-                    index) == function.mutated_input_indices.end()) {
-        function.mutated_input_indices.push_back(index);
+      for (std::size_t w = 0; w < written_inputs(node); ++w) {
+        const Value& root = graph.value(graph.root(node.inputs[w]));
+        int index = -1;
+        if (root.origin == ValueOrigin::Input) index = root.index;
+        if (root.origin == ValueOrigin::Static) index = static_cast<int>(num_inputs) + root.index;
+        if (index >= 0 && std::find(function.mutated_input_indices.begin(),
+                                    function.mutated_input_indices.end(),
+                                    index) == function.mutated_input_indices.end()) {
+          function.mutated_input_indices.push_back(index);
+        }
       }
     }
     for (const ValueId id : graph.inputs()) function.input_names.push_back(graph.value_name(id));

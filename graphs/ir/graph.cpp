@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "ops/elementwise.h"
+#include "ops/op_table.h"
 #include "ops/reduce.h"
 
 namespace grove::graphs {
@@ -110,6 +111,11 @@ ValueId Graph::add_constant(Tensor snapshot) {
   return id;
 }
 
+std::size_t written_inputs(const Node& node) {
+  if (!node.in_place) return 0;
+  return node.kind == NodeKind::Op ? ops::in_place_writes(node.op, node.attributes) : 1;
+}
+
 std::int32_t Graph::add_node(Node node, std::span<const Tensor> results) {
   std::vector<Value> described;
   described.reserve(results.size());
@@ -190,10 +196,11 @@ OutputAlias Graph::output_alias(std::size_t output) const {
 std::vector<bool> Graph::written_constants() const {
   std::vector<bool> written(constants_.size(), false);
   for (const Node& node : nodes_) {
-    if (!node.in_place) continue;
-    const Value& root_value = value(root(node.inputs[0]));
-    if (root_value.origin == ValueOrigin::Constant) {
-      written[static_cast<std::size_t>(root_value.index)] = true;
+    for (std::size_t w = 0; w < written_inputs(node); ++w) {
+      const Value& root_value = value(root(node.inputs[w]));
+      if (root_value.origin == ValueOrigin::Constant) {
+        written[static_cast<std::size_t>(root_value.index)] = true;
+      }
     }
   }
   return written;

@@ -86,6 +86,13 @@ struct Node {
   std::vector<ValueId> outputs;
 };
 
+// How many leading inputs a node writes in place: 0 if it is not in place, else 1, or n for an
+// optimizer update of n parameters (ops::in_place_writes;
+// Note [One update over many parameters] in ops/optim.h). Only inputs[0] gets a new value (outputs[0]); the others are
+// written where they are, which the interpreter, running nodes in order, gets right, and which
+// every pass asking what a node writes must ask here.
+std::size_t written_inputs(const Node& node);
+
 // How an output relates to what the caller already holds. See Graph::output_alias.
 enum class AliasKind : std::uint8_t {
   None,          // memory of its own

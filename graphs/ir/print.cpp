@@ -127,7 +127,11 @@ std::string Graph::node_text(std::int32_t index) const {
   if (!attributes.empty()) out << " " << attributes;
   // Where the result's memory comes from, when it is not its own.
   if (node.in_place) {
-    out << "  # writes " << value_name(node.inputs[0]) << " in place";
+    out << "  # writes ";
+    for (std::size_t w = 0; w < written_inputs(node); ++w) {
+      out << (w == 0 ? "" : ", ") << value_name(node.inputs[w]);
+    }
+    out << " in place";
   } else if (node.kind == NodeKind::View) {
     out << "  # view of " << value_name(root(node.inputs[0]));
   }

@@ -26,8 +26,8 @@ std::vector<bool> mark_live(const Graph& graph, std::int32_t begin, std::int32_t
     bool is_live = false;
     for (const ValueId output : node.outputs)
       is_live = is_live || needed[static_cast<std::size_t>(output)];
-    if (!is_live && node.in_place) {
-      const ValueId memory = graph.root(node.inputs[0]);
+    for (std::size_t w = 0; !is_live && w < written_inputs(node); ++w) {
+      const ValueId memory = graph.root(node.inputs[w]);
       const ValueOrigin origin = graph.value(memory).origin;
       is_live = origin == ValueOrigin::Input || origin == ValueOrigin::Static ||
                 root_needed[static_cast<std::size_t>(memory)];
@@ -72,10 +72,11 @@ std::vector<bool> written_constants(const Graph& graph, std::int32_t begin, std:
   std::vector<bool> written(graph.constants().size(), false);
   for (std::int32_t n = begin; n < end; ++n) {
     const Node& node = graph.nodes()[static_cast<std::size_t>(n)];
-    if (!node.in_place) continue;
-    const Value& memory = graph.value(graph.root(node.inputs[0]));
-    if (memory.origin == ValueOrigin::Constant) {
-      written[static_cast<std::size_t>(memory.index)] = true;
+    for (std::size_t w = 0; w < written_inputs(node); ++w) {
+      const Value& memory = graph.value(graph.root(node.inputs[w]));
+      if (memory.origin == ValueOrigin::Constant) {
+        written[static_cast<std::size_t>(memory.index)] = true;
+      }
     }
   }
   return written;

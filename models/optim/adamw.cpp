@@ -1,7 +1,8 @@
-// AdamW: option checks, the moment buffers, and the per-parameter fused update.
+// AdamW: option checks, the moment buffers, and the fused update of all parameters.
 #include "models/optim/adamw.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/optim.h"
@@ -37,13 +38,21 @@ AdamW::AdamW(std::vector<Tensor> params, AdamwOptions options)
   }
 }
 
-void AdamW::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
   const ops::AdamwOptions fused{.lr = options_.lr,  // ignored: the rate comes from lr_tensor()
                                 .beta1 = options_.beta1,
                                 .beta2 = options_.beta2,
                                 .eps = options_.eps,
                                 .weight_decay = options_.weight_decay};
-  ops::adamw_(param, grad, exp_avg_[index], exp_avg_sq_[index], step_tensor(), lr_tensor(), fused);
+  std::vector<Tensor> params;
+  std::vector<Tensor> exp_avgs;
+  std::vector<Tensor> exp_avg_sqs;
+  for (const std::size_t i : indices) {
+    params.push_back(this->params()[i]);
+    exp_avgs.push_back(exp_avg_[i]);
+    exp_avg_sqs.push_back(exp_avg_sq_[i]);
+  }
+  ops::adamw_(params, grads, exp_avgs, exp_avg_sqs, step_tensor(), lr_tensor(), fused);
 }
 
 }  // namespace grove::optim

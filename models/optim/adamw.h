@@ -49,7 +49,7 @@ class AdamW : public Optimizer {
   const Tensor& exp_avg_sq(std::size_t index) const { return exp_avg_sq_.at(index); }
 
  protected:
-  void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) override;
 
  private:
   AdamwOptions options_;

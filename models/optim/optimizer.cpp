@@ -74,9 +74,18 @@ void Optimizer::zero_grad(bool set_to_none) {
 void Optimizer::step() {
   const autograd::NoGradGuard no_grad;
   ops::add_(step_, one_);
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor grad = params_[i].grad();
-    if (grad.defined()) update(i, params_[i], grad);
+  // One update per dtype: the fused updates take parameters of one dtype.
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    std::vector<std::size_t> indices;
+    std::vector<Tensor> grads;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (params_[i].dtype() != dtype) continue;
+      Tensor grad = params_[i].grad();
+      if (!grad.defined()) continue;
+      indices.push_back(i);
+      grads.push_back(std::move(grad));
+    }
+    if (!indices.empty()) update(indices, grads);
   }
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,9 +91,12 @@ class Optimizer {
   // rate and step tensors on their device.
   Optimizer(std::vector<Tensor> params, double lr);
 
-  // Updates parameter `index` from its gradient `grad` (defined). Called by step() with grad
-  // mode off, after step_tensor() was advanced; must read nothing on the host.
-  virtual void update(std::size_t index, const Tensor& param, const Tensor& grad) = 0;
+  // Updates parameters params()[indices[i]] from their gradients grads[i] (defined), in one op
+  // (Note [One update over many parameters] in ops/optim.h): a step is one kernel on a GPU, not
+  // one per parameter. Called by step() with grad mode off, after step_tensor() was advanced,
+  // once for each dtype among the parameters that have gradients (indices ascending); must read
+  // nothing on the host.
+  virtual void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) = 0;
 
   // Adds a buffer to state() under "<name>.<index>". Subclasses call it in their constructor.
   void register_buffer(const std::string& name, std::size_t index, Tensor buffer);

@@ -1,7 +1,8 @@
-// SGD: option checks, velocity buffers, and the per-parameter fused update.
+// SGD: option checks, velocity buffers, and the fused update of all parameters.
 #include "models/optim/sgd.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "ops/optim.h"
@@ -32,12 +33,18 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
   }
 }
 
-void SGD::update(std::size_t index, const Tensor& param, const Tensor& grad) {
+void SGD::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
   const ops::SgdOptions fused{.lr = options_.lr,  // ignored: the rate comes from lr_tensor()
                               .momentum = options_.momentum,
                               .weight_decay = options_.weight_decay,
                               .nesterov = options_.nesterov};
-  ops::sgd_(param, grad, velocity_[index], lr_tensor(), fused);
+  std::vector<Tensor> params;
+  std::vector<Tensor> velocities;
+  for (const std::size_t i : indices) {
+    params.push_back(this->params()[i]);
+    if (options_.momentum != 0) velocities.push_back(velocity_[i]);
+  }
+  ops::sgd_(params, grads, velocities, lr_tensor(), fused);
 }
 
 }  // namespace grove::optim

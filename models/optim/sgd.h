@@ -40,7 +40,7 @@ class SGD : public Optimizer {
   const Tensor& velocity(std::size_t index) const { return velocity_.at(index); }
 
  protected:
-  void update(std::size_t index, const Tensor& param, const Tensor& grad) override;
+  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) override;
 
  private:
   SgdOptions options_;

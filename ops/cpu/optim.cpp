@@ -47,8 +47,8 @@ void adamw_typed(const OpCall& call) {
   const T* grad = optim_data<T>(call, 1);
   T* exp_avg = optim_data<T>(call, 2);
   T* exp_avg_sq = optim_data<T>(call, 3);
-  const void* step = call.input(4).data_ptr();
-  const int step_dtype = static_cast<int>(call.input(4).dtype());
+  const void* step = adamw_step_input(call).data_ptr();
+  const int step_dtype = static_cast<int>(adamw_step_input(call).dtype());
   launch_cpu(current_stream(call.input(0).device()), [=] {
     AdamwCoefficients<T> coefficients = c;
     const double lr = read_lr(lr_tensor, fixed_lr);
@@ -68,13 +68,23 @@ void adamw_typed(const OpCall& call) {
 
 }  // namespace
 
-void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
+// A call over several parameters is a loop over them (Note [One update over many parameters]
+// in ops/optim.h): on the CPU one pass per parameter costs nothing a fused pass would save.
+void sgd(const OpCall& call, const OpOutputs& outputs) {
+  if (optim_params(call) > 1) {
+    for_each_param(call, [&](const OpCall& one) { sgd(one, outputs); });
+    return;
+  }
   if (call.input(0).numel() == 0) return;
   dispatch_floating(call.input(0).dtype(), op_name(call.kind),
                     [&]<typename T>() { sgd_typed<T>(call); });
 }
 
-void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
+void adamw(const OpCall& call, const OpOutputs& outputs) {
+  if (optim_params(call) > 1) {
+    for_each_param(call, [&](const OpCall& one) { adamw(one, outputs); });
+    return;
+  }
   if (call.input(0).numel() == 0) return;
   dispatch_floating(call.input(0).dtype(), op_name(call.kind),
                     [&]<typename T>() { adamw_typed<T>(call); });

@@ -6,6 +6,12 @@
 // AdamW's step and a learning-rate tensor are read from device memory when the kernel runs
 // (and the coefficients that depend on them computed then), so a captured step stays correct
 // on every replay.
+//
+// A call over several parameters (Note [One update over many parameters] in ops/optim.h) whose
+// tensors are all contiguous is one kernel over the parameters' elements laid end to end: the
+// kernel's argument holds each tensor's address and where its elements start in that
+// concatenation (TensorLists, up to kListTensors parameters per launch), and each thread finds
+// its parameter by a binary search of the starts. Otherwise it is one launch per parameter.
 #include <cuda_runtime_api.h>
 
 #include "core/cuda/cuda_device.h"
@@ -44,6 +50,123 @@ __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
   }
 }
 
+// Up to kListTensors parameters' tensors, kOperands of each (param, grad, states), as one
+// kernel argument: 64 * 4 addresses and 65 starts are 2.6 KB, within the 4 KB CUDA guarantees.
+constexpr int kListTensors = 64;
+
+template <typename T, int kOperands>
+struct TensorLists {
+  T* data[kOperands][kListTensors];
+  std::int64_t begin[kListTensors + 1];  // element t's parameter starts at begin[t]
+  int count;
+};
+
+// The parameter that element `i` (< begin[count]) of the concatenation belongs to: the last t
+// with begin[t] <= i (an empty parameter's start equals the next one's, so it is never chosen).
+__device__ inline int list_of(const std::int64_t* begin, int count, std::int64_t i) {
+  int low = 0;
+  int high = count - 1;
+  while (low < high) {
+    const int middle = (low + high + 1) / 2;
+    if (begin[middle] <= i) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  return low;
+}
+
+template <typename T>
+__global__ void sgd_lists_kernel(const __grid_constant__ TensorLists<T, 3> lists,
+                                 SgdCoefficients<T> c, LrSource lr) {
+  if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
+  const std::int64_t n = lists.begin[lists.count];
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    const int t = list_of(lists.begin, lists.count, i);
+    const std::int64_t j = i - lists.begin[t];
+    sgd_element(lists.data[0][t][j], lists.data[1][t][j],
+                c.has_velocity ? lists.data[2][t] + j : nullptr, c);
+  }
+}
+
+template <typename T>
+__global__ void adamw_lists_kernel(const __grid_constant__ TensorLists<T, 4> lists,
+                                   const void* step, int step_dtype, AdamwCoefficients<T> c,
+                                   double fixed_lr, LrSource lr_tensor, double weight_decay,
+                                   double beta1, double beta2) {
+  const double lr = read_lr(lr_tensor, fixed_lr);
+  if (lr_tensor.data != nullptr) set_adamw_lr(c, lr, weight_decay);
+  set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
+  const std::int64_t n = lists.begin[lists.count];
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    const int t = list_of(lists.begin, lists.count, i);
+    const std::int64_t j = i - lists.begin[t];
+    adamw_element(lists.data[0][t][j], lists.data[1][t][j], lists.data[2][t][j],
+                  lists.data[3][t][j], c);
+  }
+}
+
+// Whether one kernel can take the call: every tensor of every parameter contiguous.
+bool lists_fit(const OpCall& call) {
+  const std::size_t params = optim_params(call);
+  const std::size_t operands = optim_tensors(call);
+  for (std::size_t i = 0; i < params * operands; ++i) {
+    if (!call.input(i).is_contiguous()) return false;
+  }
+  return true;
+}
+
+// Calls launch(lists, elements) for each run of up to kListTensors parameters of the call.
+template <typename T, int kOperands, typename Launch>
+void for_each_list(const OpCall& call, Launch launch) {
+  const std::size_t params = optim_params(call);
+  const std::size_t operands = optim_tensors(call);
+  TensorLists<T, kOperands> lists{};
+  auto flush = [&] {
+    if (lists.begin[lists.count] > 0) launch(lists, lists.begin[lists.count]);
+    lists.count = 0;
+  };
+  for (std::size_t p = 0; p < params; ++p) {
+    const int t = lists.count;
+    for (int k = 0; k < kOperands; ++k) {
+      const auto operand = static_cast<std::size_t>(k);
+      lists.data[k][t] =
+          operand < operands ? static_cast<T*>(optim_operand(call, operand, p).data_ptr()) : nullptr;
+    }
+    lists.begin[t + 1] = lists.begin[t] + optim_operand(call, 0, p).numel();
+    lists.count = t + 1;
+    if (lists.count == kListTensors) flush();
+  }
+  flush();
+}
+
+template <typename T>
+void sgd_lists(const OpCall& call) {
+  const SgdCoefficients<T> c = sgd_coefficients<T>(call);
+  const LrSource lr = lr_source(call);
+  const cudaStream_t stream = stream_of(call.input(0));
+  for_each_list<T, 3>(call, [&](const TensorLists<T, 3>& lists, std::int64_t n) {
+    sgd_lists_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(lists, c, lr);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+template <typename T>
+void adamw_lists(const OpCall& call) {
+  const AdamwAttributes a = AdamwAttributes::from(call.attributes);
+  const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
+  const LrSource lr = lr_source(call);
+  const Tensor& step = adamw_step_input(call);
+  const cudaStream_t stream = stream_of(call.input(0));
+  for_each_list<T, 4>(call, [&](const TensorLists<T, 4>& lists, std::int64_t n) {
+    adamw_lists_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
+        lists, step.data_ptr(), static_cast<int>(step.dtype()), c, a.lr, lr, a.weight_decay,
+        a.beta1, a.beta2);
+    GROVE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
 template <typename T>
 void sgd_typed(const OpCall& call) {
   const SgdCoefficients<T> c = sgd_coefficients<T>(call);
@@ -63,24 +186,42 @@ void adamw_typed(const OpCall& call) {
   const std::int64_t n = param.numel();
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
-      optim_data<T>(call, 3), call.input(4).data_ptr(), static_cast<int>(call.input(4).dtype()), c,
+      optim_data<T>(call, 3), adamw_step_input(call).data_ptr(),
+      static_cast<int>(adamw_step_input(call).dtype()), c,
       a.lr, lr_source(call), a.weight_decay, a.beta1, a.beta2, optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace
 
-void sgd(const OpCall& call, const OpOutputs& /*outputs*/) {
+void sgd(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& param = call.input(0);
-  if (param.numel() == 0) return;
   cuda_backend::DeviceGuard guard(param.device());
+  if (optim_params(call) > 1) {
+    if (!lists_fit(call)) {
+      for_each_param(call, [&](const OpCall& one) { sgd(one, outputs); });
+      return;
+    }
+    dispatch_floating(param.dtype(), op_name(call.kind), [&]<typename T>() { sgd_lists<T>(call); });
+    return;
+  }
+  if (param.numel() == 0) return;
   dispatch_floating(param.dtype(), op_name(call.kind), [&]<typename T>() { sgd_typed<T>(call); });
 }
 
-void adamw(const OpCall& call, const OpOutputs& /*outputs*/) {
+void adamw(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& param = call.input(0);
-  if (param.numel() == 0) return;
   cuda_backend::DeviceGuard guard(param.device());
+  if (optim_params(call) > 1) {
+    if (!lists_fit(call)) {
+      for_each_param(call, [&](const OpCall& one) { adamw(one, outputs); });
+      return;
+    }
+    dispatch_floating(param.dtype(), op_name(call.kind),
+                      [&]<typename T>() { adamw_lists<T>(call); });
+    return;
+  }
+  if (param.numel() == 0) return;
   dispatch_floating(param.dtype(), op_name(call.kind), [&]<typename T>() { adamw_typed<T>(call); });
 }
 
