@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +37,9 @@ double rate_at(int step) {
   return 0.1 * (1.0 - static_cast<double>(step) / (2 * kSteps));
 }
 
-enum class Optimizer { SgdMomentum, Adamw };
+// One update op per parameter, or one over all of them (Note [One update over many parameters]
+// in ops/optim.h).
+enum class Optimizer { SgdMomentum, Adamw, SgdMomentumLists, AdamwLists };
 
 // Where the step resets the gradients: zeroed in place after the update, set to none after it,
 // or set to none before the forward (PyTorch's usual zero_grad() first; grad() then holds this
@@ -51,7 +54,26 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
   loss.backward();
   const autograd::NoGradGuard no_grad;
   const std::vector<Tensor> params = trainee.mlp.parameters();
-  if (optimizer == Optimizer::SgdMomentum) {
+  if (optimizer == Optimizer::SgdMomentumLists || optimizer == Optimizer::AdamwLists) {
+    std::vector<Tensor> grads;
+    for (const Tensor& p : params) grads.push_back(p.grad());
+    const Tensor lr = scheduled ? trainee.lr : Tensor();
+    if (optimizer == Optimizer::SgdMomentumLists) {
+      if (trainee.velocity.empty()) {
+        for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
+      }
+      sgd_(params, grads, trainee.velocity, lr, {.lr = 0.1, .momentum = 0.9});
+    } else {
+      if (trainee.exp_avg.empty()) {
+        for (const Tensor& p : params) {
+          trainee.exp_avg.push_back(zeros_like(p));
+          trainee.exp_avg_sq.push_back(zeros_like(p));
+        }
+      }
+      add_(trainee.step, trainee.one);
+      adamw_(params, grads, trainee.exp_avg, trainee.exp_avg_sq, trainee.step, lr, {.lr = 0.01});
+    }
+  } else if (optimizer == Optimizer::SgdMomentum) {
     if (trainee.velocity.empty()) {
       for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
     }
@@ -99,7 +121,10 @@ CompiledFunction compiled_step(Trainee& trainee, Optimizer optimizer, Schedule s
       quiet());
 }
 
-void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, GradReset reset) {
+// The compiled step against the eager one, which updates with `eager_optimizer` (by default the
+// same); every call bumps the version of every parameter, replays included.
+void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, GradReset reset,
+                                    std::optional<Optimizer> eager_optimizer = std::nullopt) {
   on_fresh_thread([&] {
     Trainee eager, graphed;  // the same parameters (fixed seeds)
     CompiledFunction step = compiled_step(graphed, optimizer, schedule, reset);
@@ -108,9 +133,16 @@ void expect_whole_step_equals_eager(Optimizer optimizer, Schedule schedule, Grad
       eager.lr.fill_(rate_at(s));
       graphed.lr.fill_(rate_at(s));
       const TensorList batch = {input({6, 8}, 500 + s), targets(6, 600 + s)};
-      const Tensor expected = train_step(eager, optimizer, schedule, reset, batch)[0];
+      const Tensor expected =
+          train_step(eager, eager_optimizer.value_or(optimizer), schedule, reset, batch)[0];
+      std::vector<std::uint64_t> versions;
+      for (const Tensor& p : graphed.mlp.parameters()) versions.push_back(p.version());
       const Tensor got = step(batch)[0];
       expect_equal(expected, got, "loss of step " + std::to_string(s));
+      for (std::size_t i = 0; i < versions.size(); ++i) {
+        EXPECT_GT(graphed.mlp.parameters()[i].version(), versions[i])
+            << "parameter " << i << " in step " << s;
+      }
       if (reset == GradReset::NoneBefore) {  // grad() holds this step's gradients
         for (std::size_t i = 0; i < eager.mlp.parameters().size(); ++i) {
           expect_equal(eager.mlp.parameters()[i].grad(), graphed.mlp.parameters()[i].grad(),
@@ -189,6 +221,17 @@ class OutputStorages final : public ops::OpObserver {
 // Note [Writing into the copy's target]: with zero_grad first, the gradients the step makes are
 // written by the ops that make them straight into the buffers grad() keeps, with no copy after
 // (in the warm-up and in the recording, which the replays repeat); the values stay eager's.
+// One update op over every parameter, compiled, against one op per parameter run eagerly.
+TEST_F(CompileWholeStep, SgdOverAllParametersInOneOpEqualsOneOpPerParameter) {
+  expect_whole_step_equals_eager(Optimizer::SgdMomentumLists, Schedule::EveryStep,
+                                 GradReset::ZeroAfter, Optimizer::SgdMomentum);
+}
+
+TEST_F(CompileWholeStep, AdamwOverAllParametersInOneOpEqualsOneOpPerParameter) {
+  expect_whole_step_equals_eager(Optimizer::AdamwLists, Schedule::Fixed, GradReset::NoneBefore,
+                                 Optimizer::Adamw);
+}
+
 TEST_F(CompileWholeStep, TheGradientsAreWrittenStraightIntoTheirBuffers) {
   on_fresh_thread([&] {
     Trainee eager, graphed;

@@ -163,6 +163,13 @@ std::vector<MisuseCase> in_place_cases() {
          sgd_(p, p, Tensor(), {.lr = 0.1});
        },
        {"sgd_", "param", "grad", "share memory"}},
+      {"SgdOverListsWithGradModeOn",
+       [] {
+         const std::vector<Tensor> params = {leaf({2}), leaf({3})};
+         sgd_(params, std::vector<Tensor>{zeros({2}), zeros({3})}, std::vector<Tensor>{}, Tensor(),
+              {.lr = 0.1});
+       },
+       {"sgd_", "several parameters", "NoGradGuard"}},
       {"SgdVelocityOverlapsGrad",
        [] {
          const Tensor buffer = zeros({6});
