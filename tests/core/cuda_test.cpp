@@ -320,6 +320,28 @@ TEST(CudaCopyTest, StridedBroadcastAndConvertingCopiesMatchTheCpu) {
             x.select(0, 1).select(0, 2).expand({3, 4}).contiguous().to_vector<float>());
 }
 
+// Copies over several dims take 32-bit index arithmetic (core/cuda/copy_kernel.cu): the views
+// that pack attention heads ((B, T, 3, H, D) rows read as (B, H, T, D)), sizes that are not
+// powers of two, a size-1 dim among others, and a broadcast source, against the CPU.
+TEST(CudaCopyTest, CopiesOverSeveralDimsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const Tensor rows = arange(0, 3 * 5 * 3 * 6 * 7, 1).to(DType::Float32).view({3, 5, 3 * 6 * 7});
+  const Tensor heads = rows.view({3, 5, 3, 6, 7}).select(2, 1).permute({0, 2, 1, 3});
+  const Tensor heads_gpu = rows.to(kGpu).view({3, 5, 3, 6, 7}).select(2, 1).permute({0, 2, 1, 3});
+  EXPECT_EQ(heads_gpu.contiguous().to_vector<float>(), heads.contiguous().to_vector<float>());
+  EXPECT_EQ(heads_gpu.to(DType::Float64).to_vector<double>(),
+            heads.to(DType::Float64).to_vector<double>());
+  const Tensor odd = arange(0, 2 * 1 * 9 * 11, 1).to(DType::Int64).view({2, 1, 9, 11});
+  const Tensor odd_dst = zeros({11, 9, 1, 2}, TensorOptions(DType::Int64).device(kGpu));
+  odd_dst.permute({3, 2, 1, 0}).copy_(odd.to(kGpu));
+  EXPECT_EQ(odd_dst.to_vector<std::int64_t>(),
+            odd.permute({3, 2, 1, 0}).contiguous().to_vector<std::int64_t>());
+  const Tensor column = arange(0, 13, 1).to(DType::Float32).view({13, 1});
+  const Tensor spread = empty({4, 13, 6}, kGpu);
+  spread.copy_(column.to(kGpu));
+  EXPECT_EQ(spread.to_vector<float>(), column.expand({4, 13, 6}).contiguous().to_vector<float>());
+}
+
 TEST(CudaCopyTest, OverlappingCopyOnTheDeviceMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   const Tensor x = arange(10).to(DType::Float32);

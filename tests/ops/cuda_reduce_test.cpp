@@ -117,6 +117,36 @@ TEST(CudaReduceTest, SplitSumsOfFewOutputsMatchTheCpu) {
   }
 }
 
+// Note [Summing columns]: sums over outer dims (a linear layer's bias gradient, (B, T, C) summed
+// over B and T) read rows, 32 columns per block. Column counts and row counts that are not
+// multiples of 32, NaN and infinities in some columns, mean, a second run, and a sum over
+// rows too many for the strategy.
+TEST(CudaReduceTest, SummedColumnsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Tensor x = testing::random_tensor({4, 37, 70}, dtype, -1.0, 3.0, 41);
+    x.select(2, 3).select(0, 2).select(0, 5).fill_(kNaN);    // column 3: NaN
+    x.select(2, 40).select(0, 1).select(0, 36).fill_(inf);   // column 40: +inf
+    x.select(2, 69).select(0, 0).select(0, 0).fill_(inf);    // column 69: +inf - inf = NaN
+    x.select(2, 69).select(0, 3).select(0, 30).fill_(-inf);
+    const Tensor y = x.to(kGpu);
+    const DimVector rows = {0, 1};
+    expect_parity(sum(x, rows), sum(y, rows), label("sum", dtype, "bias gradient", rows, false));
+    expect_parity(mean(x, rows, true), mean(y, rows, true),
+                  label("mean", dtype, "bias gradient", rows, true));
+    const DimVector first_dim = {0};
+    expect_parity(sum(x, first_dim), sum(y, first_dim),
+                  label("sum", dtype, "bias gradient", first_dim, false));
+    const Tensor finite = testing::random_tensor({300, 45}, dtype, -1.0, 3.0, 42).to(kGpu);
+    const std::vector<double> once = elements(sum(finite, first_dim).to(kCPU));
+    EXPECT_EQ(once, elements(sum(finite, first_dim).to(kCPU))) << "a second run differs";
+    const Tensor tall = testing::random_tensor({70000, 3}, dtype, -1.0, 3.0, 43);
+    expect_parity(sum(tall, first_dim), sum(tall.to(kGpu), first_dim),
+                  label("sum", dtype, "more rows than summed as columns", first_dim, false));
+  }
+}
+
 TEST(CudaReduceTest, MaxAndArgmaxMatchTheCpuIncludingTiesAndNaN) {
   SKIP_WITHOUT_GPU();
   const std::vector<DType> dtypes = {DType::Float32, DType::Float64, DType::Int64, DType::Int32};
