@@ -10,10 +10,9 @@
 // layer_norm_backward, in three launches:
 //   - grad_input, row by row as layer_norm: rstd (gw - mean(gw) - xhat mean(gw xhat)), with
 //     gw = g * weight;
-//   - grad_weight = sum over rows of g xhat and grad_bias = sum of g, in two stages, so the sum
-//     is deterministic without float atomics: P partial sums per column, each over the rows
-//     p, p + P, p + 2P, ... in order (threads of a warp on neighbouring columns: coalesced),
-//     then one thread per column adds its P partials in order. P depends only on M.
+//   - grad_weight = sum over rows of g xhat and grad_bias = sum of g, as sums down the columns
+//     of the (M, N) view (Note [Summing columns] in ops/cuda/column_sums.cuh): two launches,
+//     deterministic without float atomics, reading whole rows.
 // All sums are in double, like the CPU's; results differ from it only by summation order.
 #include <cuda_runtime_api.h>
 
@@ -23,6 +22,7 @@
 #include "core/cuda/cuda_device.h"
 #include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/layer_norm.h"
 
@@ -31,10 +31,6 @@ namespace {
 
 // Rows up to this many elements take one warp each; longer rows one block of kThreads.
 constexpr std::int64_t kMaxWarpFeatures = 1024;
-// Rows per partial sum of grad_weight and grad_bias (about), and the most partials.
-constexpr std::int64_t kRowsPerPartial = 32;
-constexpr std::int64_t kMaxPartials = 256;
-
 // x, y: (M, N) contiguous; weight, bias: (N) or null; mean, rstd: (M).
 template <typename T, bool kWarpRows>
 __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, T* y, T* mean_out,
@@ -95,42 +91,31 @@ __global__ void input_grad_rows(const T* grad, const T* x, const T* mean_in, con
   }
 }
 
-// Stage 1 of grad_weight and grad_bias: partial p of column j sums rows p, p + P, ... into
-// weight_partials[p * n + j] and bias_partials[p * n + j]. Block: 32 columns x 8 partials.
+// Element (row, column) of grad_weight's and grad_bias's sums: g xhat and g.
 template <typename T>
-__global__ void parameter_grad_partials(const T* grad, const T* x, const T* mean_in,
-                                        const T* rstd_in, std::int64_t m, std::int64_t n,
-                                        std::int64_t partials, double* weight_partials,
-                                        double* bias_partials) {
-  const std::int64_t column = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t p = static_cast<std::int64_t>(blockIdx.y) * blockDim.y + threadIdx.y;
-  if (column >= n || p >= partials) return;
-  double weight_sum = 0.0, bias_sum = 0.0;
-  for (std::int64_t row = p; row < m; row += partials) {
+struct ParameterGradElement {
+  const T* grad;
+  const T* x;
+  const T* mean;
+  const T* rstd;
+  std::int64_t n;
+  __device__ void operator()(std::int64_t row, std::int64_t column, double (&values)[2]) const {
     const double g = grad[row * n + column];
-    weight_sum += g * (x[row * n + column] - static_cast<double>(mean_in[row])) *
-                  static_cast<double>(rstd_in[row]);
-    bias_sum += g;
+    values[0] = g * (x[row * n + column] - static_cast<double>(mean[row])) *
+                static_cast<double>(rstd[row]);
+    values[1] = g;
   }
-  weight_partials[p * n + column] = weight_sum;
-  bias_partials[p * n + column] = bias_sum;
-}
+};
 
-// Stage 2: each column's partials added in order.
+// Where the two sums of each column go.
 template <typename T>
-__global__ void parameter_grad_finish(const double* weight_partials, const double* bias_partials,
-                                      std::int64_t n, std::int64_t partials, T* grad_weight,
-                                      T* grad_bias) {
-  for (std::int64_t column = first_index(); column < n; column += grid_step()) {
-    double weight_sum = 0.0, bias_sum = 0.0;
-    for (std::int64_t p = 0; p < partials; ++p) {
-      weight_sum += weight_partials[p * n + column];
-      bias_sum += bias_partials[p * n + column];
-    }
-    grad_weight[column] = static_cast<T>(weight_sum);
-    grad_bias[column] = static_cast<T>(bias_sum);
+struct ParameterGradResult {
+  T* grad_weight;
+  T* grad_bias;
+  __device__ void operator()(std::int64_t column, int k, double sum) const {
+    (k == 0 ? grad_weight : grad_bias)[column] = static_cast<T>(sum);
   }
-}
+};
 
 // Launch shape of the row kernels: eight warp rows per block, or a block per row.
 unsigned row_blocks(std::int64_t m, bool warp_rows) {
@@ -193,22 +178,19 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
     GROVE_CUDA_CHECK(cudaGetLastError());
   }
   if (n == 0) return;
-  // With m == 0 one partial of no rows: the gradients are 0, as on the CPU.
-  const std::int64_t partials =
-      std::clamp<std::int64_t>((m + kRowsPerPartial - 1) / kRowsPerPartial, 1, kMaxPartials);
+  // With m == 0 one split of no rows: the gradients are 0, as on the CPU.
+  const ColumnSplits split = column_splits(m);
   // Scratch from the caching allocator (the capture's pool while capturing).
-  const Tensor scratch = empty({2, partials, n}, TensorOptions(DType::Float64).device(device));
-  auto* weight_partials = static_cast<double*>(scratch.data_ptr());
-  double* bias_partials = weight_partials + partials * n;
-  const dim3 block(kWarp, kThreads / kWarp);
-  const dim3 grid(static_cast<unsigned>((n + kWarp - 1) / kWarp),
-                  static_cast<unsigned>((partials + block.y - 1) / block.y));
-  parameter_grad_partials<T><<<grid, block, 0, stream>>>(g, x_data, mean_data, rstd_data, m, n,
-                                                         partials, weight_partials, bias_partials);
+  const Tensor scratch = empty({2, split.splits, n}, TensorOptions(DType::Float64).device(device));
+  auto* partials = static_cast<double*>(scratch.data_ptr());
+  column_partials<2, PlainSum><<<column_grid(n, split.splits), column_block(), 0, stream>>>(
+      ParameterGradElement<T>{g, x_data, mean_data, rstd_data, n}, m, n, split.rows_per_split,
+      partials);
   GROVE_CUDA_CHECK(cudaGetLastError());
-  parameter_grad_finish<T><<<blocks_for(n), kThreads, 0, stream>>>(
-      weight_partials, bias_partials, n, partials, static_cast<T*>(outputs[1].data_ptr()),
-      static_cast<T*>(outputs[2].data_ptr()));
+  column_finish<2, PlainSum><<<column_grid(n, 1), column_block(), 0, stream>>>(
+      partials, split.splits, n,
+      ParameterGradResult<T>{static_cast<T*>(outputs[1].data_ptr()),
+                             static_cast<T*>(outputs[2].data_ptr())});
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

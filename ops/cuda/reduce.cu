@@ -18,23 +18,9 @@
 // Note [Splitting a sum over blocks].
 //
 // Sums over outer dims (a linear layer's bias gradient: a (B, T, C) gradient summed over B and T)
-// read whole rows at a time instead: Note [Summing columns].
+// read whole rows at a time instead: Note [Summing columns] in ops/cuda/column_sums.cuh.
 //
 // Not done yet: several outputs per block for very short rows.
-//
-// Note [Summing columns]
-// ~~~~~~~~~~~~~~~~~~~~~~
-// When the outputs are consecutive elements of each input row (the kept dims are innermost and
-// dense, one output per column) and the reduced dims make one strided run (the rows), one
-// block per output would read a column: one element per row, strided, a 32-byte sector per
-// 4-byte element. The GPT's 25 bias-gradient sums took 7 us each that way on an H200 (ncu).
-// Instead a block of kColumnThreads x kColumnRowGroups threads takes 32 adjacent columns: each
-// warp reads 32 adjacent elements of a row (coalesced), thread (c, g) folds rows g, g + 32, ...
-// of column c into a compensated double sum, and row group 0 adds the 32 groups' sums in group
-// order. The order depends on the sizes only, so the result is the same from run to run; like
-// the block sums it may differ from the CPU's row-major sum in the last bits of the double.
-// Used for sums and means of up to kColumnMaxRows rows; more rows than that, over few columns,
-// are better spread over blocks (Note [Splitting a sum over blocks]).
 //
 // Note [Splitting a sum over blocks]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -60,6 +46,7 @@
 #include "core/cuda/cuda_device.h"
 #include "ops/attributes.h"
 #include "ops/cuda/block_reduce.cuh"
+#include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/reduce_loops.h"
@@ -84,13 +71,10 @@ std::int64_t split_parts(const ReduceLoops& loops) {
   return std::max<std::int64_t>(1, std::min(to_fill, loops.count / (kSplitAtLeast / 4)));
 }
 
-// Note [Summing columns]: the block's shape, and when the strategy applies.
-constexpr unsigned kColumnThreads = 32;    // columns per block, one per lane
-constexpr unsigned kColumnRowGroups = 32;  // rows folded side by side
-constexpr std::int64_t kColumnMaxRows = 1 << 16;
+// Note [Summing columns]: when a sum or mean takes that way: the outputs are consecutive
+// elements of each input row, and the reduced dims make one strided run.
 bool sums_columns(const ReduceLoops& loops) {
-  return loops.outer.ndim == 1 && loops.outer.strides[1][0] == 1 && loops.inner.ndim == 1 &&
-         loops.count <= kColumnMaxRows;
+  return loops.outer.ndim == 1 && loops.outer.strides[1][0] == 1 && loops.inner.ndim == 1;
 }
 
 unsigned blocks_for_outputs(std::int64_t outputs) {
@@ -171,27 +155,24 @@ __global__ void finish_partials(const double* partials, T* out,
   }
 }
 
-// Note [Summing columns]: block b sums columns [32 b, 32 b + 32) of `rows` rows `row_stride`
-// apart; output c is out[c * out_stride].
+// Note [Summing columns]: element (row, column) of a column sum, and where each sum goes.
 template <typename T>
-__global__ void reduce_columns(const T* x, T* out, std::int64_t columns, std::int64_t rows,
-                               std::int64_t row_stride, std::int64_t out_stride, double divisor) {
-  __shared__ double group_sums[kColumnRowGroups][kColumnThreads + 1];  // +1: no bank conflicts
-  const std::int64_t column = blockIdx.x * static_cast<std::int64_t>(kColumnThreads) + threadIdx.x;
-  DeviceKahan total;
-  if (column < columns) {
-    for (std::int64_t r = threadIdx.y; r < rows; r += kColumnRowGroups) {
-      total.add(static_cast<double>(x[r * row_stride + column]));
-    }
+struct ColumnElement {
+  const T* x;
+  std::int64_t row_stride;
+  __device__ void operator()(std::int64_t row, std::int64_t column, double (&values)[1]) const {
+    values[0] = static_cast<double>(x[row * row_stride + column]);
   }
-  group_sums[threadIdx.y][threadIdx.x] = total.value();
-  __syncthreads();
-  if (threadIdx.y == 0 && column < columns) {
-    DeviceKahan sum;
-    for (unsigned g = 0; g < kColumnRowGroups; ++g) sum.add(group_sums[g][threadIdx.x]);
-    out[column * out_stride] = static_cast<T>(sum.value() / divisor);
+};
+template <typename T>
+struct ColumnResult {
+  T* out;
+  std::int64_t out_stride;
+  double divisor;
+  __device__ void operator()(std::int64_t column, int /*k*/, double sum) const {
+    out[column * out_stride] = static_cast<T>(sum / divisor);
   }
-}
+};
 
 // sum, mean or var of floating-point inputs; `divisor` as on the CPU.
 template <typename T>
@@ -321,12 +302,20 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
             ? count
             : std::max(0.0, count - ReduceAttributes::from(call.attributes).correction);
     if (call.kind != OpKind::Var && sums_columns(loops)) {  // Note [Summing columns]
-      const auto blocks_x = static_cast<unsigned>((loops.outputs + kColumnThreads - 1) / kColumnThreads);
-      reduce_columns<T><<<blocks_x, dim3(kColumnThreads, kColumnRowGroups), 0, stream>>>(
-          x, static_cast<T*>(out.data_ptr()), loops.outputs, loops.count, loops.inner.strides[0][0],
-          loops.outer.strides[0][0], divisor);
+      const ColumnSplits split = column_splits(loops.count);
+      const Tensor partials =
+          empty({split.splits, loops.outputs}, TensorOptions(DType::Float64).device(out.device()));
+      auto* partial_sums = static_cast<double*>(partials.data_ptr());
+      column_partials<1, DeviceKahan>
+          <<<column_grid(loops.outputs, split.splits), column_block(), 0, stream>>>(
+              ColumnElement<T>{x, loops.inner.strides[0][0]}, loops.count, loops.outputs,
+              split.rows_per_split, partial_sums);
       GROVE_CUDA_CHECK(cudaGetLastError());
-      return;
+      column_finish<1, DeviceKahan><<<column_grid(loops.outputs, 1), column_block(), 0, stream>>>(
+          partial_sums, split.splits, loops.outputs,
+          ColumnResult<T>{static_cast<T*>(out.data_ptr()), loops.outer.strides[0][0], divisor});
+      GROVE_CUDA_CHECK(cudaGetLastError());
+      return;  // `partials` is freed after the launches, reused in stream order
     }
     const std::int64_t parts = split_parts(loops);
     if (parts > 1 && call.kind != OpKind::Var) {  // Note [Splitting a sum over blocks]
