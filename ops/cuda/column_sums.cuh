@@ -15,8 +15,8 @@
 //      adds the groups' sums in group order into partials[split][column];
 //   2. column_finish: the same shape over the splits instead of the rows: each column's
 //      partials in split order, handed to the caller's `finish`.
-// With M <= kRowsPerSplit there is one split and step 2 still runs (it is one launch of N / 32
-// blocks). Before, one block per output read a column (one element per row: a 32-byte sector
+// Up to kOneSplitRows rows are one split, whose sums step 1 hands to `finish` itself: one launch
+// (an MLP's bias gradients over a batch of 128 rows; a second launch cost more than it saved). Before, one block per output read a column (one element per row: a 32-byte sector
 // per 4-byte element; the GPT's bias-gradient sums took 7 us each on an H200) and the layer
 // norm's last stage added 64 partials per column on one thread (13 us per call).
 #pragma once
@@ -38,7 +38,9 @@ struct ColumnSplits {
   std::int64_t splits;
   std::int64_t rows_per_split;
 };
+inline constexpr std::int64_t kOneSplitRows = 512;
 inline ColumnSplits column_splits(std::int64_t rows) {
+  if (rows <= kOneSplitRows) return {1, std::max<std::int64_t>(rows, 1)};
   constexpr std::int64_t kMaxSplits = 65535;  // gridDim.y
   const std::int64_t wanted = std::max<std::int64_t>(1, (rows + kRowsPerSplit - 1) / kRowsPerSplit);
   const std::int64_t splits = std::min(wanted, kMaxSplits);
@@ -60,11 +62,12 @@ struct PlainSum {
 };
 
 // Step 1. element(row, column, values) writes the kSums values the element adds (a layer norm's
-// g * xhat and g); partials holds kSums x splits x columns doubles. Sum: PlainSum, or a
-// compensated sum with the same interface.
-template <int kSums, typename Sum, typename Element>
+// g * xhat and g); partials holds kSums x splits x columns doubles. With one split (gridDim.y
+// 1) the sums go to finish(column, k, sum) instead, and step 2 is not launched. Sum: PlainSum,
+// or a compensated sum with the same interface.
+template <int kSums, typename Sum, typename Element, typename Finish>
 __global__ void column_partials(Element element, std::int64_t rows, std::int64_t columns,
-                                std::int64_t rows_per_split, double* partials) {
+                                std::int64_t rows_per_split, double* partials, Finish finish) {
   __shared__ double group_sums[kSums][kColumnGroups][kColumnLanes + 1];  // +1: no bank conflicts
   const std::int64_t column = blockIdx.x * static_cast<std::int64_t>(kColumnLanes) + threadIdx.x;
   const std::int64_t begin = blockIdx.y * rows_per_split;
@@ -84,7 +87,11 @@ __global__ void column_partials(Element element, std::int64_t rows, std::int64_t
   for (int k = 0; k < kSums; ++k) {
     Sum total;
     for (unsigned g = 0; g < kColumnGroups; ++g) total.add(group_sums[k][g][threadIdx.x]);
-    partials[(k * splits + blockIdx.y) * columns + column] = total.value();
+    if (splits == 1) {
+      finish(column, k, total.value());
+    } else {
+      partials[(k * splits + blockIdx.y) * columns + column] = total.value();
+    }
   }
 }
 
