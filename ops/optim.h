@@ -1,5 +1,6 @@
 // Fused optimizer updates: one kernel per parameter for a whole SGD or AdamW step, instead of the
-// three to eight in-place ops (mul_, add_, addcdiv_, ...) the same step takes when written out.
+// three to eight in-place ops (mul_, add_, addcdiv_, ...) the same step takes when written out,
+// and one kernel for all parameters given as lists (Note [One update over many parameters]).
 // On a GPU each launch costs microseconds of host time and each pass re-reads the parameter, so
 // fusing is what keeps an eager step near the launch floor and a captured step near the GPU floor.
 //

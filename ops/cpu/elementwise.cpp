@@ -1,6 +1,7 @@
 // CPU kernels for elementwise ops. Each builds a StridedLoop over (output, inputs...) with
 // broadcast inputs read through stride-0 dims, then runs a plain loop per innermost run.
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/vector_math.h"
 
 #include <omp.h>
 
@@ -52,6 +53,42 @@ void split_elements(std::int64_t n, Body body) {
 // True if `input` is laid out exactly like the (contiguous) output: one flat loop serves both.
 bool dense_like(const Tensor& input, const Tensor& out) {
   return input.is_contiguous() && input.sizes() == out.sizes();
+}
+
+// The exact GELU of float arrays and its gradient, with erf and exp eight at a time
+// (ops/cpu/vector_math.h) over blocks on the stack; the same expressions, in the same order,
+// as the per-element lambdas of the general paths (UnaryRun, gelu_backward).
+constexpr std::int64_t kGeluBlock = 256;
+constexpr float kInvSqrt2 = 0.7071067811865476f;
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;
+
+void gelu_floats(const float* x, float* out, std::int64_t n) {
+  float erfs[kGeluBlock];
+  for (std::int64_t i = 0; i < n; i += kGeluBlock) {
+    const std::int64_t m = std::min(kGeluBlock, n - i);
+    for (std::int64_t j = 0; j < m; ++j) erfs[j] = x[i + j] * kInvSqrt2;
+    erf_floats(erfs, erfs, m);
+    for (std::int64_t j = 0; j < m; ++j) out[i + j] = 0.5f * x[i + j] * (1.0f + erfs[j]);
+  }
+}
+
+void gelu_backward_floats(const float* grad, const float* x, float* out, std::int64_t n) {
+  float erfs[kGeluBlock];
+  float exps[kGeluBlock];
+  for (std::int64_t i = 0; i < n; i += kGeluBlock) {
+    const std::int64_t m = std::min(kGeluBlock, n - i);
+    for (std::int64_t j = 0; j < m; ++j) {
+      erfs[j] = x[i + j] * kInvSqrt2;
+      exps[j] = -0.5f * x[i + j] * x[i + j];
+    }
+    erf_floats(erfs, erfs, m);
+    exp_floats(exps, exps, m);
+    for (std::int64_t j = 0; j < m; ++j) {
+      const float cdf = 0.5f * (1.0f + erfs[j]);
+      const float pdf = kInvSqrt2Pi * exps[j];
+      out[i + j] = grad[i + j] * (cdf + x[i + j] * pdf);
+    }
+  }
 }
 
 // out = fn(a, b) with a, b broadcast to out (b may be the call's scalar).
@@ -260,6 +297,17 @@ void unary_run(const OpCall& call, const Tensor& out) {
   T* o = typed<T>(out);
   const UnaryParameters parameters = UnaryParameters::of(call);
   const UnaryRun<T> run{call.kind, parameters.first, parameters.second, parameters.approximate};
+  if constexpr (std::is_same_v<T, float>) {
+    if (call.kind == OpKind::Gelu && !parameters.approximate && dense_like(input, out)) {
+      const std::int64_t n = out.numel();
+      launch_cpu(current_stream(out.device()), [=] {
+        split_elements(n, [&](std::int64_t begin, std::int64_t end) {
+          gelu_floats(x + begin, o + begin, end - begin);
+        });
+      });
+      return;
+    }
+  }
   if (dense_like(input, out)) {  // fast path: one flat run
     const std::int64_t n = out.numel();
     launch_cpu(current_stream(out.device()), [=] {
@@ -303,6 +351,20 @@ void unary(const OpCall& call, const OpOutputs& outputs) {
 // output's shape, so nothing broadcasts; non-contiguous operands take the strided path).
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
   const bool approximate = GeluAttributes::from(call.attributes).approximate;
+  const Tensor& out = outputs[0];
+  if (out.dtype() == DType::Float32 && !approximate && dense_like(call.input(0), out) &&
+      dense_like(call.input(1), out)) {
+    const float* grad = typed<const float>(call.input(0));
+    const float* x = typed<const float>(call.input(1));
+    float* o = typed<float>(out);
+    const std::int64_t n = out.numel();
+    launch_cpu(current_stream(out.device()), [=] {
+      split_elements(n, [&](std::int64_t begin, std::int64_t end) {
+        gelu_backward_floats(grad + begin, x + begin, o + begin, end - begin);
+      });
+    });
+    return;
+  }
   dispatch_floating(outputs[0].dtype(), "gelu_backward", [&]<typename T>() {
     run_binary<T, T>(call, outputs[0], [approximate](T grad, T x) {
       if (approximate) {
