@@ -101,6 +101,9 @@ void fold_columns(const StridedLoop<1>& inner, const T* base, int len, F f, doub
 }
 
 // sum, mean or var of floating-point inputs.
+// Outputs times reduced elements from which a reduction's outputs are spread over threads.
+constexpr std::int64_t kMinParallelReduce = std::int64_t{1} << 16;
+
 template <typename T>
 void launch_floating(const ReduceLoops& loops, const T* x, T* out, OpKind kind, double correction,
                      Stream stream) {
@@ -116,19 +119,33 @@ void launch_floating(const ReduceLoops& loops, const T* x, T* out, OpKind kind, 
     const bool columns =
         in_stride == 1 && loops.count > 1 && loops.inner.strides[0][loops.inner.ndim - 1] != 1;
     auto identity = [](T v) { return static_cast<double>(v); };
+    // One output from its reduced elements, which start at `base`.
+    auto reduce_one = [&](const T* base) {
+      double total = fold_row(loops.inner, base, identity);
+      if (kind == OpKind::Var) {
+        const double mean = total / count;
+        total = fold_row(loops.inner, base, [mean](T v) {
+          const double deviation = static_cast<double>(v) - mean;
+          return deviation * deviation;
+        });
+      }
+      return static_cast<T>(total / divisor);
+    };
+    // Few outputs of many elements each (a convolution's bias gradient: per channel, over batch
+    // and image) are spread over the OpenMP threads, one output per thread at a time: each is
+    // folded by one thread in the same order as without threads, so no value changes.
+    if (!columns && loops.outer.ndim == 1 && loops.outputs > 1 &&
+        loops.outputs * loops.count >= kMinParallelReduce) {
+#pragma omp parallel for schedule(static)
+      for (std::int64_t i = 0; i < loops.outputs; ++i) {
+        out[i * out_stride] = reduce_one(x + i * in_stride);
+      }
+      return;
+    }
     for_each_run<2>(loops.outer, [&](const std::int64_t* offset, std::int64_t n) {
       if (!columns) {
         for (std::int64_t j = 0; j < n; ++j) {
-          const T* base = x + offset[1] + j * in_stride;
-          double total = fold_row(loops.inner, base, identity);
-          if (kind == OpKind::Var) {
-            const double mean = total / count;
-            total = fold_row(loops.inner, base, [mean](T v) {
-              const double deviation = static_cast<double>(v) - mean;
-              return deviation * deviation;
-            });
-          }
-          out[offset[0] + j * out_stride] = static_cast<T>(total / divisor);
+          out[offset[0] + j * out_stride] = reduce_one(x + offset[1] + j * in_stride);
         }
         return;
       }

@@ -11,6 +11,7 @@
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/pool.h"
+#include "ops/reduce.h"
 #include "ops/softmax.h"
 
 namespace grove::ops {
@@ -68,6 +69,17 @@ TEST(Threads, SoftmaxAndCrossEntropyAreDeterministicAcrossThreadCounts) {
   expect_same_with_two_threads([&] { return softmax(logits, 1); }, 0.0, "softmax");
   expect_same_with_two_threads([&] { return cross_entropy(logits, targets); }, 0.0,
                                "cross_entropy");
+}
+
+// A convolution's bias gradient: per channel over batch and image, the channels spread over
+// threads, each folded by one thread in the one-thread order. Also mean and var.
+TEST(Threads, SumsOfFewOutputsOverThreadsEqualOneThreadBitForBit) {
+  Tensor x = random_tensor({16, 8, 30, 30}, DType::Float32, -1, 3, 10);
+  ASSERT_GE(x.numel(), 1 << 16);  // above kMinParallelReduce: the threaded path
+  expect_same_with_two_threads([&] { return sum(x, {0, 2, 3}); }, 0.0, "sum");
+  expect_same_with_two_threads([&] { return mean(x.to(DType::Float64), {0, 2, 3}, true); }, 0.0,
+                               "mean, float64");
+  expect_same_with_two_threads([&] { return var(x, {0, 2, 3}); }, 0.0, "var");
 }
 
 TEST(Threads, ConvBackwardOverABatchIsDeterministicAcrossThreadCounts) {
