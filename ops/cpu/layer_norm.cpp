@@ -1,5 +1,6 @@
 // CPU kernel for layer_norm: one pass per row for the mean, one for the variance (two passes
-// are exact where sum(x^2) - mean^2 cancels), one to write y; all sums in double.
+// are exact where sum(x^2) - mean^2 cancels), one to write y; all sums in double; rows spread
+// over threads, each row by one thread, so the results do not depend on the thread count.
 //   x: (M, N) after flattening the batch dims into M rows and the normalised dims into N.
 // A non-contiguous x, weight or bias is made contiguous first (a copy kernel on the same
 // stream), so the row loop reads dense memory.
@@ -115,6 +116,7 @@ void layer_norm(const OpCall& call, const OpOutputs& outputs) {
     T* mean_out = static_cast<T*>(outputs[1].data_ptr());
     T* rstd_out = static_cast<T*>(outputs[2].data_ptr());
     launch_cpu(current_stream(x.device()), [=] {
+#pragma omp parallel for schedule(static) if (m * n >= kMinParallelElements)
       for (std::int64_t row = 0; row < m; ++row) {
         const T* x_row = in + row * n;
         T* y_row = y + row * n;

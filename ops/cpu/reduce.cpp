@@ -149,7 +149,12 @@ void launch_floating(const ReduceLoops& loops, const T* x, T* out, OpKind kind, 
         }
         return;
       }
-      for (std::int64_t start = 0; start < n; start += kChunk) {
+      // Chunks of columns are independent: spread over threads when there is work enough (a
+      // linear layer's bias gradient), each folded by one thread as without threads.
+      const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1 && n * loops.count >= kMinParallelReduce)
+      for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const std::int64_t start = chunk * kChunk;
         const int len = static_cast<int>(std::min<std::int64_t>(kChunk, n - start));
         const T* base = x + offset[1] + start;
         double sums[kChunk];

@@ -80,6 +80,10 @@ TEST(Threads, SumsOfFewOutputsOverThreadsEqualOneThreadBitForBit) {
   expect_same_with_two_threads([&] { return mean(x.to(DType::Float64), {0, 2, 3}, true); }, 0.0,
                                "mean, float64");
   expect_same_with_two_threads([&] { return var(x, {0, 2, 3}); }, 0.0, "var");
+  // A linear layer's bias gradient: chunks of adjacent columns over threads.
+  Tensor rows = random_tensor({2048, 130}, DType::Float32, -1, 3, 11);
+  expect_same_with_two_threads([&] { return sum(rows, {0}); }, 0.0, "sum of columns");
+  expect_same_with_two_threads([&] { return var(rows, {0}); }, 0.0, "var of columns");
 }
 
 TEST(Threads, ConvBackwardOverABatchIsDeterministicAcrossThreadCounts) {
@@ -126,6 +130,10 @@ TEST(Threads, BackwardOpsAreDeterministicAcrossThreadCounts) {
   expect_same_with_two_threads([&] { return backward().grad_input; }, 0.0, "layer_norm input");
   expect_same_with_two_threads([&] { return backward().grad_weight; }, 0.0, "layer_norm weight");
   expect_same_with_two_threads([&] { return backward().grad_bias; }, 0.0, "layer_norm bias");
+  expect_same_with_two_threads([&] { return layer_norm_with_stats(x, {160}, weight).output; }, 0.0,
+                               "layer_norm");
+  expect_same_with_two_threads([&] { return layer_norm_with_stats(x, {160}, weight).rstd; }, 0.0,
+                               "layer_norm rstd");
 
   Tensor image = random_tensor({8, 32, 28, 28}, DType::Float32, -1, 1, 18);
   const auto [pooled, argmax] = max_pool2d_with_indices(image, {3}, {2}, {1});
