@@ -118,16 +118,17 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
     written = in_place_writes(entry.kind, attributes);  // 1 but for optimizers
     for (std::size_t w = 0; w < written; ++w) {
       const Tensor& target = inputs[w];
-      const std::string which = written > 1 ? str("input ", w, ", ") : std::string();
+      // Names the input in a message, when the op writes several; built only on failure.
+      auto which = [&] { return written > 1 ? str("input ", w, ", ") : std::string(); };
       for (std::int64_t d = 0; d < target.dim(); ++d) {
         GROVE_OP_CHECK(call, target.strides()[d] != 0 || target.sizes()[d] <= 1,
-                       "cannot write in place into a broadcast (expanded) view: ", which,
+                       "cannot write in place into a broadcast (expanded) view: ", which(),
                        "dimension ", d, " has stride 0; clone() it first");
       }
       GROVE_OP_CHECK(call, !has_internal_overlap(target.sizes(), target.strides()),
                      "cannot write in place into a tensor whose elements share memory locations "
                      "(",
-                     which, "strides ", target.strides(),
+                     which(), "strides ", target.strides(),
                      "); the result would depend on the order of the writes. clone() it first");
     }
     notify_observers([&](OpObserver& observer) { observer.before_in_place(call); });

@@ -54,53 +54,42 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
   loss.backward();
   const autograd::NoGradGuard no_grad;
   const std::vector<Tensor> params = trainee.mlp.parameters();
-  if (optimizer == Optimizer::SgdMomentumLists || optimizer == Optimizer::AdamwLists) {
+  const bool sgd = optimizer == Optimizer::SgdMomentum || optimizer == Optimizer::SgdMomentumLists;
+  const bool lists = optimizer == Optimizer::SgdMomentumLists || optimizer == Optimizer::AdamwLists;
+  // The optimizer's state, made on the first step.
+  if (sgd && trainee.velocity.empty()) {
+    for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
+  }
+  if (!sgd && trainee.exp_avg.empty()) {
+    for (const Tensor& p : params) {
+      trainee.exp_avg.push_back(zeros_like(p));
+      trainee.exp_avg_sq.push_back(zeros_like(p));
+    }
+  }
+  if (!sgd) add_(trainee.step, trainee.one);
+  const SgdOptions sgd_options{.lr = 0.1, .momentum = 0.9};
+  const AdamwOptions adamw_options{.lr = 0.01};
+  if (lists) {
     std::vector<Tensor> grads;
     for (const Tensor& p : params) grads.push_back(p.grad());
     const Tensor lr = scheduled ? trainee.lr : Tensor();
-    if (optimizer == Optimizer::SgdMomentumLists) {
-      if (trainee.velocity.empty()) {
-        for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
-      }
-      sgd_(params, grads, trainee.velocity, lr, {.lr = 0.1, .momentum = 0.9});
+    if (sgd) {
+      sgd_(params, grads, trainee.velocity, lr, sgd_options);
     } else {
-      if (trainee.exp_avg.empty()) {
-        for (const Tensor& p : params) {
-          trainee.exp_avg.push_back(zeros_like(p));
-          trainee.exp_avg_sq.push_back(zeros_like(p));
-        }
-      }
-      add_(trainee.step, trainee.one);
-      adamw_(params, grads, trainee.exp_avg, trainee.exp_avg_sq, trainee.step, lr, {.lr = 0.01});
-    }
-  } else if (optimizer == Optimizer::SgdMomentum) {
-    if (trainee.velocity.empty()) {
-      for (const Tensor& p : params) trainee.velocity.push_back(zeros_like(p));
-    }
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      const SgdOptions options{.lr = 0.1, .momentum = 0.9};
-      if (scheduled) {
-        sgd_(params[i], params[i].grad(), trainee.velocity[i], trainee.lr, options);
-      } else {
-        sgd_(params[i], params[i].grad(), trainee.velocity[i], options);
-      }
+      adamw_(params, grads, trainee.exp_avg, trainee.exp_avg_sq, trainee.step, lr, adamw_options);
     }
   } else {
-    if (trainee.exp_avg.empty()) {
-      for (const Tensor& p : params) {
-        trainee.exp_avg.push_back(zeros_like(p));
-        trainee.exp_avg_sq.push_back(zeros_like(p));
-      }
-    }
-    add_(trainee.step, trainee.one);
     for (std::size_t i = 0; i < params.size(); ++i) {
-      const AdamwOptions options{.lr = 0.01};
-      if (scheduled) {
-        adamw_(params[i], params[i].grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
-               trainee.lr, options);
-      } else {
-        adamw_(params[i], params[i].grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
-               options);
+      const Tensor& p = params[i];
+      if (sgd && scheduled) sgd_(p, p.grad(), trainee.velocity[i], trainee.lr, sgd_options);
+      if (sgd && !scheduled) sgd_(p, p.grad(), trainee.velocity[i], sgd_options);
+      if (!sgd && scheduled) {
+        adamw_(p, p.grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step, trainee.lr,
+               adamw_options);
+      }
+      if (!sgd && !scheduled) {
+        adamw_(p, p.grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
+               adamw_options);
       }
     }
   }
