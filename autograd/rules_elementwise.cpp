@@ -143,7 +143,13 @@ GROVE_BACKWARD(sigmoid) {
 
 // d relu(x)/dx = g where y > 0   (0 at x == 0, as in PyTorch)
 GROVE_BACKWARD(relu) {
-  grads[0] = masked_fill(ctx.grad, le(ctx.output(0), 0), 0);
+  grads[0] = ops::relu_backward(ctx.grad, ctx.output(0));
+}
+
+// relu_backward(g, y) = g where y > 0: linear in g, so d/dg = gg where y > 0; y only selects
+// (its derivative is 0 wherever it is defined), so it gets no gradient.
+GROVE_BACKWARD(relu_backward) {
+  if (ctx.needs(0)) grads[0] = ops::relu_backward(ctx.grad, ctx.input(1));
 }
 
 // d gelu(x)/dx = g (Phi(x) + x phi(x))   (or the tanh approximation's derivative)
@@ -183,6 +189,7 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::Relu, D::Rule, 0, kOut0, false, relu_backward},
     {OpKind::Gelu, D::Rule, kIn0, 0, false, gelu_backward},
     {OpKind::GeluBackward, D::NoRule},
+    {OpKind::ReluBackward, D::Rule, kIn1, 0, false, relu_backward_backward},
 };
 // clang-format on
 

@@ -48,6 +48,13 @@
 //                     the host is the bottleneck this includes the GPU's idle gaps, so it
 //                     approaches us_per_step)
 //   host_us_per_step  cuda: host time to queue one step (no wait included)
+//   kernel_benchmark  cuda: 1 when the kernel benchmark modes were on (below)
+//
+// Kernel benchmark modes: on CUDA the suite turns on set_conv_benchmark (ops/conv.h) and
+// set_matmul_benchmark (ops/precision.h), so each convolution and float32 matrix product shape
+// runs the fastest of its library's candidate kernels, timed once during warm-up. The anchors run
+// PyTorch with its defaults (cudnn.benchmark off). --kernel_benchmark=0 keeps the libraries'
+// heuristic picks instead, for a like-for-like comparison of that setting.
 //
 // Run (a Release build; GPU cases need the CUDA build and a device):
 //   ./build/bench/model_step_bench --benchmark_filter=cpu
@@ -72,6 +79,8 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -88,7 +97,9 @@
 #include "models/train/config.h"
 #include "models/train/step.h"
 #include "models/zoo/zoo.h"
+#include "ops/conv.h"
 #include "ops/dispatch.h"
+#include "ops/precision.h"
 #include "ops/random.h"
 
 #ifdef GROVE_HAS_CUDA
@@ -122,6 +133,8 @@ constexpr int kCudaWarmupSteps = 20;  // as the anchors: plans, workspaces, the 
 constexpr int kCountedSteps = 3;      // steps the op observer counts
 constexpr int kCudaStepsPerIteration = 25;
 constexpr double kMiB = 1024.0 * 1024.0;
+
+bool kernel_benchmark = true;  // --kernel_benchmark (file comment)
 
 // A model, its optimizer and one batch of random data on `device`.
 struct ModelSetup {
@@ -262,6 +275,7 @@ void time_steps(benchmark::State& state, Device device, StepMode mode, std::int6
 
   const double steps = static_cast<double>(state.iterations()) * steps_per_iteration;
   state.counters["us_per_step"] = wall_seconds * 1e6 / steps;
+  if (!device.is_cpu()) state.counters["kernel_benchmark"] = kernel_benchmark ? 1 : 0;
   state.counters["samples_per_s"] = static_cast<double>(samples) * steps / wall_seconds;
   const AllocatorStats stats = allocator.stats();
   state.counters["peak_memory_MiB"] = static_cast<double>(stats.peak_allocated_bytes) / kMiB;
@@ -348,9 +362,35 @@ void register_cases() {
   }
 }
 
+// Takes --kernel_benchmark=0|1 out of argv (Google Benchmark refuses flags it does not know).
+bool kernel_benchmark_flag(int& argc, char** argv) {
+  const std::string flag = "--kernel_benchmark=";
+  bool on = true;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument.rfind(flag, 0) != 0) {
+      argv[kept++] = argv[i];
+      continue;
+    }
+    const std::string value = argument.substr(flag.size());
+    if (value != "0" && value != "1") {
+      std::fprintf(stderr, "model_step_bench: expected --kernel_benchmark=0 or 1, got '%s'\n",
+                   argument.c_str());
+      std::exit(2);
+    }
+    on = value == "1";
+  }
+  argc = kept;
+  return on;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  kernel_benchmark = kernel_benchmark_flag(argc, argv);
+  ops::set_conv_benchmark(kernel_benchmark);
+  ops::set_matmul_benchmark(kernel_benchmark);
   register_cases();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

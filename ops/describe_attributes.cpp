@@ -53,6 +53,7 @@ std::string describe_attributes(OpKind kind, const OpAttributes& a) {
     case OpKind::Tanh:
     case OpKind::Sigmoid:
     case OpKind::Relu:
+    case OpKind::ReluBackward:
     case OpKind::Copy:
     case OpKind::Matmul:
     case OpKind::Linear:

@@ -108,7 +108,7 @@ void infer_unary_numeric(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(x.sizes(), x.dtype());
 }
 
-// gelu_backward: grad and x of one shape and one floating dtype.
+// gelu_backward, relu_backward: grad and x (or y) of one shape and one floating dtype.
 void infer_unary_backward(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& grad = call.input(0);
   const Tensor& x = call.input(1);
@@ -150,6 +150,7 @@ GROVE_ENTRY(Sigmoid, infer_unary_floating, unary)
 GROVE_ENTRY(Relu, infer_unary_numeric, unary)
 GROVE_ENTRY(Gelu, infer_unary_floating, unary)                  // GeluAttributes
 GROVE_ENTRY(GeluBackward, infer_unary_backward, gelu_backward)  // GeluAttributes
+GROVE_ENTRY(ReluBackward, infer_unary_backward, relu_backward)
 #undef GROVE_ENTRY
 
 Tensor binary(const OpEntry& entry, const Tensor& a, const Tensor& b) {
@@ -291,11 +292,16 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate) {
   return dispatch(kGeluBackward, {grad, x}, GeluAttributes{approximate}.to_attributes())[0];
 }
 
+// Inputs: grad, y.
+Tensor relu_backward(const Tensor& grad, const Tensor& y) {
+  return dispatch(kReluBackward, {grad, y})[0];
+}
+
 std::span<const OpEntry> elementwise_entries() {
   static constexpr OpEntry kEntries[] = {
       kAdd,  kSub,   kMul, kDiv,   kMaximum,    kMinimum, kEq,   kNe,   kLt,
       kLe,   kGt,    kGe,  kWhere, kMaskedFill, kClamp,   kNeg,  kExp,  kLog,
-      kSqrt, kRsqrt, kPow, kAbs,   kTanh,       kSigmoid, kRelu, kGelu, kGeluBackward};
+      kSqrt, kRsqrt, kPow, kAbs,   kTanh,       kSigmoid, kRelu, kGelu, kGeluBackward, kReluBackward};
   return kEntries;
 }
 

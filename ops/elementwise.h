@@ -63,6 +63,11 @@ Tensor gelu(const Tensor& x, bool approximate = false);
 //                dy/dx = (1 + tanh u) / 2 + x (1 - tanh^2 u) sqrt(2 / pi) (1 + 3 0.044715 x^2) / 2.
 // grad and x: one shape (no broadcasting) and one floating dtype.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool approximate = false);
+// grad where y = relu(x) is positive, else 0: relu's derivative (0 at x == 0, as in PyTorch),
+// from its output. A NaN y passes grad through (NaN <= 0 is false), as masked_fill(grad, y <= 0,
+// 0) did, which it replaces: one pass over grad and y instead of a comparison and a fill.
+// grad and y: one shape (no broadcasting) and one floating dtype.
+Tensor relu_backward(const Tensor& grad, const Tensor& y);
 
 }  // namespace grove::ops
 

@@ -44,6 +44,7 @@ InputCount input_count(OpKind kind, const OpAttributes& attributes) {
       return InputCount::exactly(3);
     case OpKind::MaskedFill:
     case OpKind::GeluBackward:
+    case OpKind::ReluBackward:
     case OpKind::AddInplace:
     case OpKind::Copy:
     case OpKind::Matmul:

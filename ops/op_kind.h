@@ -41,6 +41,7 @@ namespace grove::ops {
   X(Gelu, "gelu")                                                                           \
   /* elementwise.h: derivatives of unary ops */                                             \
   X(GeluBackward, "gelu_backward")                                                          \
+  X(ReluBackward, "relu_backward")                                                          \
   /* inplace.h: in-place updates for optimizers and initialisers */                         \
   X(AddInplace, "add_") X(MulInplace, "mul_") X(Addcmul, "addcmul_")                        \
   X(Addcdiv, "addcdiv_") X(Lerp, "lerp_") X(Fill, "fill_") X(Copy, "copy_")                \

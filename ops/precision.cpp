@@ -6,6 +6,7 @@
 namespace grove::ops {
 namespace {
 std::atomic<bool> g_allow_tf32{false};
+std::atomic<bool> g_matmul_benchmark{false};
 }  // namespace
 
 void set_allow_tf32(bool allow) {
@@ -13,6 +14,12 @@ void set_allow_tf32(bool allow) {
 }
 bool allow_tf32() {
   return g_allow_tf32.load(std::memory_order_relaxed);
+}
+void set_matmul_benchmark(bool on) {
+  g_matmul_benchmark.store(on, std::memory_order_relaxed);
+}
+bool matmul_benchmark() {
+  return g_matmul_benchmark.load(std::memory_order_relaxed);
 }
 
 }  // namespace grove::ops

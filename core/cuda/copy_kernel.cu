@@ -15,6 +15,7 @@
 
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/strided_offsets.cuh"
 #include "core/int_divider.h"
 
 namespace grove::cuda_backend {
@@ -29,31 +30,6 @@ __device__ To convert(From value) {
     return value != From(0);
   } else {
     return static_cast<To>(value);
-  }
-}
-
-template <int kOperands>
-__device__ void offsets_of(const StridedLoop<kOperands>& loop, std::int64_t linear,
-                           std::int64_t (&offsets)[kOperands]) {
-  for (int k = 0; k < kOperands; ++k) offsets[k] = 0;
-  if (loop.ndim == 1) {
-    for (int k = 0; k < kOperands; ++k) offsets[k] = linear * loop.strides[k][0];
-    return;
-  }
-  for (int d = loop.ndim - 1; d >= 0; --d) {
-    const std::int64_t size = loop.sizes[d];
-    std::int64_t index;
-    if (((linear | size) >> 32) == 0) {  // a 32-bit division, several times shorter
-      const auto narrow_linear = static_cast<std::uint32_t>(linear);
-      const auto narrow_size = static_cast<std::uint32_t>(size);
-      const std::uint32_t rest = narrow_linear / narrow_size;
-      index = narrow_linear - rest * narrow_size;
-      linear = rest;
-    } else {
-      index = linear % size;
-      linear /= size;
-    }
-    for (int k = 0; k < kOperands; ++k) offsets[k] += index * loop.strides[k][d];
   }
 }
 

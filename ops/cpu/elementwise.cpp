@@ -383,6 +383,13 @@ void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
   });
 }
 
+// out = grad where y > 0, else 0 (NaN y passes grad): run_binary with the mask as its function.
+void relu_backward(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(outputs[0].dtype(), "relu_backward", [&]<typename T>() {
+    run_binary<T, T>(call, outputs[0], [](T grad, T y) { return y <= T(0) ? T(0) : grad; });
+  });
+}
+
 void where(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
   const DimVector condition_strides = broadcast_strides(call.input(0), out.sizes());

@@ -12,28 +12,6 @@
 #include "ops/cuda/stream_hold.h"
 
 namespace grove::ops::cuda::convolution {
-namespace {
-
-// Two CUDA events, destroyed with the object.
-struct TimingEvents {
-  cudaEvent_t start = nullptr;
-  cudaEvent_t stop = nullptr;
-  TimingEvents() {
-    GROVE_CUDA_CHECK(cudaEventCreate(&start));
-    if (const cudaError_t error = cudaEventCreate(&stop); error != cudaSuccess) {
-      cudaEventDestroy(start);
-      GROVE_CUDA_CHECK(error);
-    }
-  }
-  ~TimingEvents() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  TimingEvents(const TimingEvents&) = delete;
-  TimingEvents& operator=(const TimingEvents&) = delete;
-};
-
-}  // namespace
 
 // Benchmark mode: times every usable algorithm on the call's own buffers (one warm-up run, then
 // kTimedRuns between two CUDA events on the current stream, queued behind a 1 ms spin) and

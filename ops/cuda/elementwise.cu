@@ -131,6 +131,7 @@ __device__ inline R binary_op(OpKind kind, T a, T b, bool flag) {
     }
     if constexpr (std::is_floating_point_v<T>) {
       if (kind == OpKind::Div) return T(a / b);
+      if (kind == OpKind::ReluBackward) return b <= T(0) ? T(0) : a;  // a = grad, b = y
       return gelu_derivative_times(a, b, flag);  // GeluBackward: a = grad, b = x
     }
     return T(0);  // infer() lets only valid (kind, dtype) pairs through
@@ -389,6 +390,12 @@ void binary(const OpCall& call, const OpOutputs& outputs) {
 // out = grad * gelu'(x): the binary kernels with GeluBackward as their op.
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
   dispatch_floating(outputs[0].dtype(), "gelu_backward",
+                    [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
+}
+
+// out = grad where y > 0, else 0: the binary kernels with ReluBackward as their op.
+void relu_backward(const OpCall& call, const OpOutputs& outputs) {
+  dispatch_floating(outputs[0].dtype(), "relu_backward",
                     [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
 }
 

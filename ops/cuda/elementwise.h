@@ -14,5 +14,6 @@ void where(const OpCall& call, const OpOutputs& outputs);
 void masked_fill(const OpCall& call, const OpOutputs& outputs);
 void unary(const OpCall& call, const OpOutputs& outputs);          // unary math, clamp
 void gelu_backward(const OpCall& call, const OpOutputs& outputs);  // inputs: grad, x
+void relu_backward(const OpCall& call, const OpOutputs& outputs);  // inputs: grad, y
 
 }  // namespace grove::ops::cuda

@@ -179,23 +179,10 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   }
   if (n == 0) return;
   // With m == 0 one split of no rows: the gradients are 0, as on the CPU.
-  const ColumnSplits split = column_splits(m);
   const ParameterGradResult<T> result{static_cast<T*>(outputs[1].data_ptr()),
                                       static_cast<T*>(outputs[2].data_ptr())};
-  // Scratch from the caching allocator (the capture's pool while capturing); none for one split.
-  const Tensor scratch =
-      split.splits == 1 ? Tensor()
-                        : empty({2, split.splits, n}, TensorOptions(DType::Float64).device(device));
-  auto* partials = split.splits == 1 ? nullptr : static_cast<double*>(scratch.data_ptr());
-  column_partials<2, PlainSum><<<column_grid(n, split.splits), column_block(), 0, stream>>>(
-      ParameterGradElement<T>{g, x_data, mean_data, rstd_data, n}, m, n, split.rows_per_split,
-      partials, result);
-  GROVE_CUDA_CHECK(cudaGetLastError());
-  if (split.splits > 1) {
-    column_finish<2, PlainSum><<<column_grid(n, 1), column_block(), 0, stream>>>(
-        partials, split.splits, n, result);
-    GROVE_CUDA_CHECK(cudaGetLastError());
-  }
+  launch_column_sums<2, PlainSum>(ParameterGradElement<T>{g, x_data, mean_data, rstd_data, n}, m,
+                                  n, device, stream, result);
 }
 
 }  // namespace

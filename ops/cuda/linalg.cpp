@@ -47,10 +47,25 @@
 // an MLP take to run. So each thread keeps them per key: device, TF32, bias, transposes, m, n, k,
 // leading dims, batch count and strides, and the alignment (a power of two up to 256 bytes) of
 // each pointer, because the heuristic may pick kernels that need 16-byte or wider loads and a
-// sliced operand can be less aligned than the last one of that shape. The heuristic is asked once
+// sliced operand can be less aligned than the last one of that shape; and whether benchmark mode
+// timed its kernels (Note [Timing matmul kernels]). The heuristic is asked once
 // per key and thread (its "no algorithm" answer is kept too); later calls cost a hash lookup and
 // cublasLtMatmul. The cache is thread_local so that setting the bias pointer on a cached
 // descriptor needs no lock; descriptors are host objects, freed when the thread exits.
+//
+// Note [Timing matmul kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The heuristic ranks kernels with a model, without running them, and at the small shapes of
+// grove's models its first pick can be far from the best. Benchmark mode (set_matmul_benchmark
+// in ops/precision.h) asks it for up to kCandidates kernels and times each on the call's own
+// buffers, as conv's benchmark mode does (Note [cuDNN convolution plans]): one warm-up run, then
+// kTimedRuns between two CUDA events queued behind a spin of the stream (hold_stream), so that
+// the events see GPU time only and not the host's launches. The fastest wins; ties within 5% go
+// to the heuristic's rank. The runs write only the output, which the call then writes for real;
+// a call that adds into its output (beta = 1) is not timed. Timing synchronises the host, so it
+// is done only where that is allowed (host_sync_allowed), and measured plans are kept under
+// their own keys (key field 19): a call inside a capture looks for the measured plan of an
+// earlier eager call of its shape (the usual warm-up) before the heuristic's.
 #include "ops/cuda/linalg.h"
 
 #include <algorithm>
@@ -58,12 +73,15 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <unordered_map>
+#include <vector>
 
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
 #include "core/strided_loop.h"
 #include "ops/cuda/blas_handle.h"
+#include "ops/cuda/stream_hold.h"
 #include "ops/matrix_view.h"
 #include "ops/precision.h"
 
@@ -142,7 +160,7 @@ std::int64_t alignment(const void* data, std::int64_t stride_bytes, std::int64_t
 }
 
 // See Note [cuBLASLt plan cache].
-using LtKey = std::array<std::int64_t, 19>;
+using LtKey = std::array<std::int64_t, 20>;
 
 struct LtKeyHash {
   std::size_t operator()(const LtKey& key) const {
@@ -196,9 +214,13 @@ cublasLtMatrixLayout_t make_layout(std::int64_t rows, std::int64_t cols, std::in
   return layout;
 }
 
-// Builds the descriptors of `call` and asks the heuristic for one algorithm.
-void build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key, cublasLtHandle_t handle,
-                std::size_t workspace_bytes, bool tf32) {
+constexpr int kCandidates = 8;  // kernels timed in benchmark mode
+
+// Builds the descriptors of `call` and asks the heuristic for `wanted` algorithms (1, or
+// kCandidates to time them); plan.algo is its first pick, and the rest are returned.
+std::vector<cublasLtMatmulAlgo_t> build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key,
+                                             cublasLtHandle_t handle, std::size_t workspace_bytes,
+                                             bool tf32, int wanted) {
   const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   GROVE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, compute, CUDA_R_32F));
   const auto trans_a = static_cast<std::int32_t>(call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N);
@@ -231,50 +253,117 @@ void build_plan(LtPlan& plan, const GemmCall& call, const LtKey& key, cublasLtHa
   attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<std::uint32_t>(key[16]));
   attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<std::uint32_t>(key[17]));
   attribute(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(key[17]));
-  cublasLtMatmulHeuristicResult_t result{};
+  std::array<cublasLtMatmulHeuristicResult_t, kCandidates> results{};
   int returned = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
       handle, plan.operation, plan.layout_a, plan.layout_b, plan.layout_c, plan.layout_c,
-      preference, 1, &result, &returned);
+      preference, std::min(wanted, kCandidates), results.data(), &returned);
   (void)cublasLtMatmulPreferenceDestroy(preference);
   // NOT_SUPPORTED is the heuristic's "nothing fits", which the cuBLAS path handles.
   if (status != CUBLAS_STATUS_NOT_SUPPORTED) GROVE_CUBLAS_CHECK(status);
-  plan.found = status == CUBLAS_STATUS_SUCCESS && returned > 0;
-  if (plan.found) plan.algo = result.algo;
+  std::vector<cublasLtMatmulAlgo_t> candidates;
+  if (status != CUBLAS_STATUS_SUCCESS) return candidates;
+  for (int i = 0; i < returned; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) candidates.push_back(results[i].algo);
+  }
+  plan.found = !candidates.empty();
+  if (plan.found) plan.algo = candidates.front();
+  return candidates;
 }
+
+// One cublasLtMatmul of `call` with `algo` on `stream`.
+cublasStatus_t run_lt(const LtPlan& plan, const cublasLtMatmulAlgo_t& algo, const GemmCall& call,
+                      cublasLtHandle_t handle, const BlasWorkspace& workspace,
+                      cudaStream_t stream) {
+  const float alpha = 1.0f;
+  const float beta = call.accumulate ? 1.0f : 0.0f;
+  return cublasLtMatmul(handle, plan.operation, &alpha, call.a, plan.layout_a, call.b,
+                        plan.layout_b, &beta, call.c, plan.layout_c, call.c, plan.layout_c, &algo,
+                        workspace.data, workspace.bytes, stream);
+}
+
+// Benchmark mode: the fastest of `candidates` on the call's own buffers, in GPU time (of those
+// within 5% of it, the first in the heuristic's rank). See Note [Timing matmul kernels].
+// Synchronises the host.
+cublasLtMatmulAlgo_t fastest(const LtPlan& plan, const std::vector<cublasLtMatmulAlgo_t>& candidates,
+                             const GemmCall& call, cublasLtHandle_t handle,
+                             const BlasWorkspace& workspace, cudaStream_t stream) {
+  constexpr int kTimedRuns = 5;
+  constexpr std::int64_t kHoldMicroseconds = 300;  // longer than queuing the runs takes
+  const TimingEvents events;
+  std::vector<float> times(candidates.size(), std::numeric_limits<float>::infinity());
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    // Listed but refused at run time (nothing was launched): skip it.
+    if (run_lt(plan, candidates[i], call, handle, workspace, stream) != CUBLAS_STATUS_SUCCESS) {
+      continue;
+    }
+    hold_stream(stream, kHoldMicroseconds);
+    GROVE_CUDA_CHECK(cudaEventRecord(events.start, stream));
+    for (int r = 0; r < kTimedRuns; ++r) {
+      GROVE_CUBLAS_CHECK(run_lt(plan, candidates[i], call, handle, workspace, stream));
+    }
+    GROVE_CUDA_CHECK(cudaEventRecord(events.stop, stream));
+    GROVE_CUDA_CHECK(cudaEventSynchronize(events.stop));
+    GROVE_CUDA_CHECK(cudaEventElapsedTime(&times[i], events.start, events.stop));
+  }
+  const float fastest_ms = *std::min_element(times.begin(), times.end());
+  if (!(fastest_ms < std::numeric_limits<float>::infinity())) return candidates.front();
+  std::size_t best = 0;
+  while (times[best] > fastest_ms * 1.05f) ++best;
+  return candidates[best];
+}
+
+
 
 // float32 through cuBLASLt; false if it has no algorithm for this call (nothing launched).
 bool try_lt_gemm(const GemmCall& call, Stream stream) {
   const bool tf32 = allow_tf32();
   constexpr std::int64_t kFloat = 4;
+  // Benchmark mode times a new shape's kernels where the host may wait (not while capturing).
+  const bool benchmark = matmul_benchmark();
+  const bool timed = benchmark && !call.accumulate && host_sync_allowed(stream.device);
   // The fields, in the order build_plan reads them (15 to 17: the alignments of A', B', C').
-  const LtKey key = {stream.device.index,
-                     tf32 ? 1 : 0,
-                     call.bias != nullptr ? 1 : 0,
-                     call.trans_a ? 1 : 0,
-                     call.trans_b ? 1 : 0,
-                     call.m,
-                     call.n,
-                     call.k,
-                     call.lda,
-                     call.ldb,
-                     call.ldc,
-                     call.count,
-                     call.stride_a,
-                     call.stride_b,
-                     call.stride_c,
-                     alignment(call.a, call.stride_a * kFloat, call.count),
-                     alignment(call.b, call.stride_b * kFloat, call.count),
-                     alignment(call.c, call.stride_c * kFloat, call.count),
-                     call.bias != nullptr ? alignment(call.bias, 0, 1) : 0};
+  LtKey key = {stream.device.index,
+               tf32 ? 1 : 0,
+               call.bias != nullptr ? 1 : 0,
+               call.trans_a ? 1 : 0,
+               call.trans_b ? 1 : 0,
+               call.m,
+               call.n,
+               call.k,
+               call.lda,
+               call.ldb,
+               call.ldc,
+               call.count,
+               call.stride_a,
+               call.stride_b,
+               call.stride_c,
+               alignment(call.a, call.stride_a * kFloat, call.count),
+               alignment(call.b, call.stride_b * kFloat, call.count),
+               alignment(call.c, call.stride_c * kFloat, call.count),
+               call.bias != nullptr ? alignment(call.bias, 0, 1) : 0,
+               timed ? 1 : 0};
   thread_local std::unordered_map<LtKey, LtPlan, LtKeyHash> plans;
   cublasLtHandle_t handle = blas_lt_handle(stream.device);
   const BlasWorkspace workspace = blas_workspace(stream);
+  cudaStream_t cuda_stream = cuda_backend::cuda_stream(stream);
+  if (benchmark && !timed) {  // a capture: the plan an earlier eager call measured, if any
+    LtKey measured = key;
+    measured[19] = 1;
+    if (plans.count(measured) != 0) key = measured;
+  }
   auto [entry, inserted] = plans.try_emplace(key);
   LtPlan& plan = entry->second;
   if (inserted) {
     try {
-      build_plan(plan, call, key, handle, workspace.bytes, tf32);
+      const std::vector<cublasLtMatmulAlgo_t> candidates =
+          build_plan(plan, call, key, handle, workspace.bytes, tf32, timed ? kCandidates : 1);
+      if (call.bias != nullptr) {
+        set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+      }
+      if (candidates.size() > 1) {
+        plan.algo = fastest(plan, candidates, call, handle, workspace, cuda_stream);
+      }
     } catch (...) {
       plans.erase(entry);
       throw;
@@ -284,12 +373,7 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
   if (call.bias != nullptr) {
     set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
   }
-  const float alpha = 1.0f;
-  const float beta = call.accumulate ? 1.0f : 0.0f;
-  GROVE_CUBLAS_CHECK(cublasLtMatmul(handle, plan.operation, &alpha, call.a, plan.layout_a, call.b,
-                                    plan.layout_b, &beta, call.c, plan.layout_c, call.c,
-                                    plan.layout_c, &plan.algo, workspace.data, workspace.bytes,
-                                    cuda_backend::cuda_stream(stream)));
+  GROVE_CUBLAS_CHECK(run_lt(plan, plan.algo, call, handle, workspace, cuda_stream));
   return true;
 }
 

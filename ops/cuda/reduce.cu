@@ -302,25 +302,11 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
             ? count
             : std::max(0.0, count - ReduceAttributes::from(call.attributes).correction);
     if (call.kind != OpKind::Var && sums_columns(loops)) {  // Note [Summing columns]
-      const ColumnSplits split = column_splits(loops.count);
       const ColumnResult<T> result{static_cast<T*>(out.data_ptr()), loops.outer.strides[0][0],
                                    divisor};
-      const Tensor partials =  // none for one split
-          split.splits == 1 ? Tensor()
-                            : empty({split.splits, loops.outputs},
-                                    TensorOptions(DType::Float64).device(out.device()));
-      auto* partial_sums = split.splits == 1 ? nullptr : static_cast<double*>(partials.data_ptr());
-      column_partials<1, DeviceKahan>
-          <<<column_grid(loops.outputs, split.splits), column_block(), 0, stream>>>(
-              ColumnElement<T>{x, loops.inner.strides[0][0]}, loops.count, loops.outputs,
-              split.rows_per_split, partial_sums, result);
-      GROVE_CUDA_CHECK(cudaGetLastError());
-      if (split.splits > 1) {
-        column_finish<1, DeviceKahan><<<column_grid(loops.outputs, 1), column_block(), 0, stream>>>(
-            partial_sums, split.splits, loops.outputs, result);
-        GROVE_CUDA_CHECK(cudaGetLastError());
-      }
-      return;  // `partials` is freed after the launches, reused in stream order
+      launch_column_sums<1, DeviceKahan>(ColumnElement<T>{x, loops.inner.strides[0][0]},
+                                         loops.count, loops.outputs, out.device(), stream, result);
+      return;
     }
     const std::int64_t parts = split_parts(loops);
     if (parts > 1 && call.kind != OpKind::Var) {  // Note [Splitting a sum over blocks]
@@ -337,7 +323,7 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
           partial_sums, static_cast<T*>(out.data_ptr()), loops.outer, loops.outputs, parts,
           divisor);
       GROVE_CUDA_CHECK(cudaGetLastError());
-      return;  // `partials` is freed after the launches, reused in stream order
+      return;
     }
     reduce_floating<T><<<blocks, threads, 0, stream>>>(
         x, static_cast<T*>(out.data_ptr()), loops.outer, loops.inner, loops.count, loops.outputs,

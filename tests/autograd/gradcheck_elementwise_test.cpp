@@ -128,6 +128,10 @@ const std::vector<GradcheckCase> kCases = {
     {"relu_strided",
      {strided_leaf({3, 4})},  // shifted: relu's kink is then at -0.0123
      [](Inputs in) { return relu(add(in[0], 0.0123)); }},
+    // relu's derivative as an op: linear in the gradient; y only selects, away from its kink
+    {"relu_backward",
+     {leaf({3, 4}), leaf_avoiding({3, 4}, {0.0}, 2)},
+     [](Inputs in) { return relu_backward(in[0], in[1]); }},
     {"gelu", {leaf({3, 4}, 1, -3.0, 3.0)}, [](Inputs in) { return gelu(in[0]); }},
     {"gelu_tanh",
      {transposed_leaf({3, 4}, 1, -3.0, 3.0)},

@@ -48,7 +48,7 @@ TEST_F(CompileExplain, AThreeStepRunNarratesItsDecisionsInOrder) {
   const std::vector<std::string> expected = {
       // step 1: the trace, then both graphs warm up
       str("trace 'step' for (float32[6, 8]", on, ", int64[6]", on,
-          "), grad on: forward 4 nodes, backward 14 nodes, 5 values saved for the backward"),
+          "), grad on: forward 4 nodes, backward 13 nodes, 5 values saved for the backward"),
       "warm-up 'step forward'",
       "warm-up 'step backward'",
       // step 2: a new generation, both record

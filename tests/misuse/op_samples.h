@@ -176,6 +176,10 @@ inline const std::map<OpKind, std::function<void()>>& valid_calls() {
        [] {
          ops::gelu_backward(f32({2, 3}), f32({2, 3}));
        }},
+      {OpKind::ReluBackward,
+       [] {
+         ops::relu_backward(f32({2, 3}), f32({2, 3}));
+       }},
       {OpKind::AddInplace,
        [] {
          ops::add_(f32({2, 3}), f32({3}), 0.5);

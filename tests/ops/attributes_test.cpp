@@ -228,6 +228,7 @@ void call_every_op() {
   for (Unary unary : std::initializer_list<Unary>{abs, tanh, sigmoid, relu}) unary(x);
   gelu(x, true);
   gelu_backward(y, x, true);
+  relu_backward(y, x);
   const Tensor target = x.clone();
   add_(target, y, 0.5);
   mul_(target, 2.0);
@@ -310,7 +311,7 @@ TEST(Attributes, EveryOpKindHasAPrinter) {
       OpKind::Gt,      OpKind::Ge,       OpKind::Where, OpKind::Neg,    OpKind::Exp,
       OpKind::Log,     OpKind::Sqrt,     OpKind::Rsqrt, OpKind::Abs,    OpKind::Tanh,
       OpKind::Sigmoid, OpKind::Relu,     OpKind::Copy,  OpKind::Matmul, OpKind::Linear,
-      OpKind::Bmm,     OpKind::Embedding};
+      OpKind::Bmm,     OpKind::Embedding, OpKind::ReluBackward};
   for (const auto& [kind, printed] : observer.printed) {
     EXPECT_EQ(printed.empty(), without_attributes.count(kind) == 1) << kind << ": " << printed;
   }

@@ -195,5 +195,79 @@ TEST(CudaLinalgTest, CapturedMatmulReplaysWithNewInputs) {
   }
 }
 
+// Restores the matmul benchmark switch when a test ends.
+class MatmulBenchmarkGuard {
+ public:
+  explicit MatmulBenchmarkGuard(bool on) : saved_(matmul_benchmark()) { set_matmul_benchmark(on); }
+  ~MatmulBenchmarkGuard() { set_matmul_benchmark(saved_); }
+  MatmulBenchmarkGuard(const MatmulBenchmarkGuard&) = delete;
+  MatmulBenchmarkGuard& operator=(const MatmulBenchmarkGuard&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// Note [Timing matmul kernels]: benchmark mode times cuBLASLt's candidates on the first call of
+// each shape and may keep another kernel than the heuristic's. The products of the models' shapes
+// (shapes no earlier test made a plan for: batch 96) must still equal the CPU's, the same bits
+// on every later call; TF32 stays off (quarters make every product exact, so any TF32 rounding
+// of the uniform values below would show as a difference over 1e-4).
+TEST(CudaLinalgTest, BenchmarkModeMatchesTheCpuAndRepeatsItsBits) {
+  SKIP_WITHOUT_GPU();
+  const MatmulBenchmarkGuard benchmark(true);
+  Tf32Guard tf32(false);
+  const Tensor x = uniform({96, 784}, 31);
+  const Tensor weight = uniform({256, 784}, 32);
+  const Tensor bias = uniform({256}, 33);
+  const Tensor grad = uniform({96, 256}, 34);
+  const Tensor gx = x.to(kGpu), gw = weight.to(kGpu), gb = bias.to(kGpu), gg = grad.to(kGpu);
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&,
+                                                                const Tensor&, const Tensor&)>>>
+      products = {
+          {"linear with bias", [](auto& x_, auto& w, auto& b, auto&) { return linear(x_, w, b); }},
+          {"weight gradient", [](auto& x_, auto&, auto&, auto& g) { return matmul(g.t(), x_); }},
+          {"input gradient", [](auto&, auto& w, auto&, auto& g) { return matmul(g, w); }},
+          {"batched", [](auto& x_, auto&, auto&, auto&) {
+             return bmm(x_.view({12, 8, 784}), x_.view({12, 8, 784}).transpose(1, 2));
+           }},
+      };
+  for (const auto& [name, product] : products) {
+    const Tensor first = product(gx, gw, gb, gg);  // timed, then computed by the pick
+    testing::expect_device_parity(product(x, weight, bias, grad), first, name,
+                                  {1e-4, 1e-4, 0, 0});
+    const std::vector<double> bits = elements(first.to(kCPU));
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      EXPECT_EQ(elements(product(gx, gw, gb, gg).to(kCPU)), bits) << name << ", call " << repeat;
+    }
+  }
+}
+
+// In benchmark mode a shape measured eagerly is captured with its measured kernel, and a shape
+// first seen inside the capture gets the heuristic's (timing would synchronise and break the
+// capture); both replay correctly, and the replays equal eager calls of the same kernels.
+TEST(CudaLinalgTest, BenchmarkModeCapturesMeasuredAndUnmeasuredShapes) {
+  SKIP_WITHOUT_GPU();
+  const MatmulBenchmarkGuard benchmark(true);
+  const Stream stream = new_stream(kGpu);
+  StreamGuard guard(stream);
+  const Tensor a = testing::random_quarters({40, 70}, DType::Float32, 41);
+  const Tensor w = testing::random_quarters({30, 70}, DType::Float32, 42);
+  const Tensor bias = testing::random_quarters({30}, DType::Float32, 43);
+  const Tensor a2 = testing::random_quarters({24, 52}, DType::Float32, 44);
+  const Tensor b2 = testing::random_quarters({52, 36}, DType::Float32, 45);
+  const Tensor ga = a.to(kGpu), gw = w.to(kGpu), gbias = bias.to(kGpu);
+  const Tensor ga2 = a2.to(kGpu), gb2 = b2.to(kGpu);
+  (void)linear(ga, gw, gbias);  // measured eagerly
+  synchronize(stream);
+  DeviceGraph graph(kGpu);
+  graph.begin_capture(stream);
+  const Tensor measured = linear(ga, gw, gbias);
+  const Tensor unmeasured = matmul(ga2, gb2);
+  graph.end_capture();
+  graph.replay();
+  expect_parity(linear(a, w, bias), measured, "measured shape, replay");
+  expect_parity(matmul(a2, b2), unmeasured, "unmeasured shape, replay");
+}
+
 }  // namespace
 }  // namespace grove::ops

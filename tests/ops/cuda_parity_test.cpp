@@ -317,6 +317,15 @@ void add_elementwise_rows(std::vector<Row>& rows) {
                     },
                     kElementwise});
   }
+  rows.push_back({OpKind::ReluBackward,
+                  "relu_backward",
+                  kFloating,
+                  {in(), in()},
+                  same_binary_shapes(),
+                  [](const std::vector<Tensor>& x, const Context&) {
+                    return std::vector<Tensor>{relu_backward(x[1], x[0])};
+                  },
+                  kElementwise});
   for (const bool approximate : {false, true}) {
     rows.push_back({OpKind::GeluBackward,
                     approximate ? "gelu_backward tanh" : "gelu_backward",

@@ -5,6 +5,7 @@
 #include "ops/elementwise.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <utility>
@@ -372,6 +373,51 @@ TEST(GeluBackward, ShapeAndDtypeErrors) {
               HasSubstr("gelu_backward: expected a floating-point input, but got int64"));
 }
 
+// relu_backward(g, y) passes g where y > 0 and gives +0 elsewhere; a NaN y passes g (NaN <= 0
+// is false), as the masked_fill(g, y <= 0, 0) it replaced did. Strided operands too.
+TEST(ReluBackward, PassesTheGradientWhereTheOutputIsPositive) {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    const Tensor y =
+        from_vector(std::vector<double>{2.0, 0.0, -0.0, -3.0, NAN, INFINITY, 1e-30, -1e-30})
+            .to(dtype);
+    const Tensor g =
+        from_vector(std::vector<double>{1.5, 2.5, 3.5, 4.5, 5.5, -6.5, 7.5, 8.5}).to(dtype);
+    const std::vector<double> expected = {1.5, 0.0, 0.0, 0.0, 5.5, -6.5, 7.5, 0.0};
+    const Tensor out = relu_backward(g, y);
+    EXPECT_EQ(out.dtype(), dtype);
+    const std::vector<double> got = elements(out);
+    ASSERT_EQ(got.size(), expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i], expected[i]) << dtype_name(dtype) << " element " << i;
+      if (expected[i] == 0.0) {
+        EXPECT_FALSE(std::signbit(got[i])) << "element " << i << ": +0";
+      }
+    }
+    // A transposed gradient against a contiguous y: the strided path.
+    const Tensor y2 = random_tensor({5, 7}, dtype, -1, 1, 3);
+    const Tensor g2 = random_tensor({7, 5}, dtype, -1, 1, 4).transpose(0, 1);
+    const std::vector<double> ys = elements(y2), gs = elements(g2);
+    const std::vector<double> outs = elements(relu_backward(g2, y2));
+    for (std::size_t i = 0; i < ys.size(); ++i) {
+      EXPECT_EQ(outs[i], ys[i] <= 0 ? 0.0 : gs[i]) << "strided element " << i;
+    }
+  }
+}
+
+TEST(ReluBackward, IsTheDerivativeOfRelu) {
+  const Tensor x = random_tensor({4, 6}, DType::Float64, -4, 4, 15);
+  const Tensor grad = random_tensor({4, 6}, DType::Float64, -2, 2, 16);
+  expect_gradient(relu_backward(grad, relu(x)), [](const Tensor& t) { return relu(t); }, x, grad,
+                  "relu");
+}
+
+TEST(ReluBackward, ShapeAndDtypeErrors) {
+  EXPECT_THAT(error_of([] { relu_backward(zeros({3}), zeros({2, 3})); }),
+              HasSubstr("relu_backward: expected grad of the input's shape [2, 3], but got [3]"));
+  EXPECT_THAT(error_of([] { relu_backward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)); }),
+              HasSubstr("relu_backward: expected a floating-point input, but got int64"));
+}
+
 }  // namespace
 }  // namespace grove::ops
 
@@ -392,6 +438,7 @@ TEST(ElementwiseThreads, SplitLoopsEqualUnsplitOnesBitForBit) {
           {"mul by a scalar", [](const Tensor& a, const Tensor&) { return mul(a, 0.37); }},
           {"gelu", [](const Tensor& a, const Tensor&) { return gelu(a); }},
           {"gelu_backward", [](const Tensor& a, const Tensor& b) { return gelu_backward(b, a); }},
+          {"relu_backward", [](const Tensor& a, const Tensor& b) { return relu_backward(b, a); }},
           {"exp", [](const Tensor& a, const Tensor&) { return exp(a); }},
       };
   for (const auto& [name, op] : cases) {
