@@ -88,4 +88,27 @@ std::vector<Tensor> DerivedNode::apply(std::vector<Tensor>&& grad_outputs) {
   return grads;
 }
 
+bool DerivedNode::add_into(Tensor& slot, const std::vector<Tensor>& grad_outputs) {
+  const Tensor& grad = grad_outputs[0];
+  if (!grad.defined() || slot.sizes() != source_.sizes || slot.dtype() != grad.dtype() ||
+      slot.device() != grad.device()) {
+    return false;
+  }
+  switch (kind_) {
+    case DerivedKind::Slice: {  // args: dim, start, step
+      const std::int64_t dim = args_[0];
+      const std::int64_t start = args_[1];
+      const std::int64_t step = args_[2];
+      const std::int64_t end = start + (grad.size(dim) - 1) * step + 1;
+      if (grad.size(dim) > 0) ops::add_(slot.slice(dim, start, end, step), grad);
+      return true;
+    }
+    case DerivedKind::Select:  // args: dim, index
+      ops::add_(slot.select(args_[0], args_[1]), grad);
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace grove::autograd

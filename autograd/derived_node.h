@@ -18,6 +18,8 @@ class DerivedNode final : public Node {
   DerivedNode(DerivedKind kind, IntArrayRef args, TensorMeta source, Edge source_edge);
 
   std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override;
+  // Slice and select: the gradient added into the view of `slot` it came from.
+  bool add_into(Tensor& slot, const std::vector<Tensor>& grad_outputs) override;
   std::string name() const override;
 
  private:

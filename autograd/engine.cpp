@@ -47,6 +47,16 @@ void accumulate(Tensor& slot, Tensor&& grad) {
   }
 }
 
+// Note [Adding a view's gradient into the sum]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The gradient of a slice (or select) of x is zero outside the slice: apply() makes it as a
+// zero tensor of x's sizes with the slice's gradient copied in. A tensor read through several
+// slices (the GPT's q, k and v, three slices of one (B, T, 3C) product) then got three full zero
+// tensors, three copies and two full-size sums. When a gradient has already reached x and the
+// engine holds that sum alone (sole_owner), the node adds its gradient into the slice of the sum
+// instead (Node::add_into): the first slice still makes the zeros, each later one adds one
+// slice's worth. In the sum's other elements this adds nothing (s + 0 == s, except that -0
+// becomes +0, as the full-size sum made it too); inside the slice the additions are the same.
 class GraphTask {
  public:
   GraphTask(const std::vector<Tensor>& outputs, const std::vector<Tensor>& grad_outputs,
@@ -175,6 +185,16 @@ class GraphTask {
     return order;
   }
 
+  // See Note [Adding a view's gradient into the sum].
+  bool add_into_sum(Node& node, const std::vector<Tensor>& grads) {
+    const std::vector<Edge>& edges = node.next_edges();
+    if (edges.size() != 1 || !edges[0].valid()) return false;
+    NodeState& next_state = states_.at(edges[0].node.get());
+    if (edges[0].input_nr >= next_state.buffer.size()) return false;
+    Tensor& slot = next_state.buffer[edges[0].input_nr];
+    return slot.defined() && sole_owner(slot) && node.add_into(slot, grads);
+  }
+
   void run() {
     const NoGradGuard no_grad;
     using Ready = std::pair<std::uint64_t, Node*>;
@@ -195,12 +215,13 @@ class GraphTask {
       grads.resize(node->num_outputs());
       if (state.needed) node->run_pre_hooks(grads);
       for (auto [output_nr, index] : state.captures) captured_[index] = kept(grads[output_nr]);
-      std::vector<Tensor> input_grads;
+      std::vector<Tensor> input_grads;  // empty when add_into_sum added the only one
       if (!capturing_ || state.runs) {
-        input_grads = node->apply(std::move(grads));
+        const bool added = add_into_sum(*node, grads);
+        if (!added) input_grads = node->apply(std::move(grads));
         if (!retain_graph_) node->release_saved();
-        GROVE_INTERNAL_ASSERT(input_grads.size() == node->next_edges().size(), node->name(),
-                              " returned ", input_grads.size(), " gradients for ",
+        GROVE_INTERNAL_ASSERT(added || input_grads.size() == node->next_edges().size(),
+                              node->name(), " returned ", input_grads.size(), " gradients for ",
                               node->next_edges().size(), " inputs");
       }
       const std::vector<Edge>& edges = node->next_edges();

@@ -73,6 +73,14 @@ class Node : public IntrusiveTarget {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
   // A short name for messages and graph dumps: "MulBackward", "AccumulateGrad".
   virtual std::string name() const = 0;
+  // Instead of apply(): adds the gradient of this node's only input into `slot`, the sum that
+  // already reached that input (sole-owned and contiguous, of the input's sizes), and returns
+  // true; or returns false, leaving `slot` alone, and the engine calls apply(). For gradients
+  // that are zero outside a view of the input (slice, select): see Note [Adding a view's
+  // gradient into the sum] in autograd/engine.cpp.
+  virtual bool add_into(Tensor& /*slot*/, const std::vector<Tensor>& /*grad_outputs*/) {
+    return false;
+  }
   // Frees what the node saved for its backward (called after it runs, unless retain_graph).
   virtual void release_saved() {}
   // Runs the hooks registered on this node's forward outputs over `grads`, in place.

@@ -7,10 +7,12 @@
 #include <thread>
 
 #include "autograd/autograd.h"
+#include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 #include "ops/linalg.h"
 #include "ops/reduce.h"
+#include "ops/shape.h"
 
 namespace grove::autograd {
 namespace {
@@ -43,6 +45,39 @@ TEST(Engine, ChainRuleThroughElementwiseOps) {
     const double v = static_cast<double>(i + 1);
     EXPECT_NEAR(grad[i], std::exp(v) * (1 + v), 1e-4 * std::exp(v));
   }
+}
+
+// Note [Adding a view's gradient into the sum]: the slices of one tensor (chunk's pieces, a
+// selected row) add their gradients into one sum: the first makes the zeros, the others add into
+// their part of it, and no full-size sum is made.
+TEST(Engine, SlicesOfOneTensorAddTheirGradientsIntoOneSum) {
+  class FullSizeSums final : public ops::OpObserver {
+   public:
+    void on_op(const ops::OpCall& call, const ops::OpOutputs& outputs) override {
+      const bool sum = call.kind == OpKind::Add || call.kind == OpKind::AddInplace;
+      if (sum && outputs[0].numel() == 24) ++count;
+    }
+    int count = 0;
+  };
+  std::vector<double> data(24);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = 0.25 * static_cast<double>(i) - 2.0;
+  const Tensor x = leaf(data, {4, 6});
+  const std::vector<Tensor> parts = chunk(x, 3, 1);  // three (4, 2) slices
+  const Tensor loss = add(add(sum(mul(parts[0], 2.0)), sum(mul(parts[1], 3.0))),
+                          add(sum(mul(parts[2], 4.0)), sum(mul(x.select(0, 1), 5.0))));
+  FullSizeSums sums;
+  {
+    const ops::OpObserverGuard guard(&sums);
+    loss.backward();
+  }
+  std::vector<double> expected;
+  for (int row = 0; row < 4; ++row) {
+    for (const double column : {2.0, 2.0, 3.0, 3.0, 4.0, 4.0}) {
+      expected.push_back(column + (row == 1 ? 5.0 : 0.0));
+    }
+  }
+  EXPECT_EQ(values(x.grad()), expected);
+  EXPECT_EQ(sums.count, 0) << "a slice's gradient was summed at the full size";
 }
 
 TEST(Engine, DiamondSumsBothPaths) {
