@@ -2,6 +2,7 @@
 // conv2d and pooling. The heavy ones call the backward ops of their families (ops/*_backward),
 // which have their own kernels.
 #include "autograd/rules_helpers.h"
+#include "ops/attention.h"
 #include "ops/attributes.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
@@ -60,6 +61,19 @@ GROVE_BACKWARD(layer_norm) {
   if (next < grads.size()) grads[next] = std::move(result.grad_bias);
 }
 
+// out = softmax(q k^T scale, masked) v per head (ops/attention.h gives the gradients' formulas:
+// ds = p (g v^T - rowsum(g out)), dq = scale ds k, dk = scale ds^T q, dv = p^T g), from the saved
+// inputs, out and the log-sum-exp of each row
+GROVE_BACKWARD(attention) {
+  const AttentionAttributes a = AttentionAttributes::from(ctx.attributes);
+  AttentionGrads result =
+      ops::attention_backward(ctx.grad, ctx.input(0), ctx.input(1), ctx.input(2), ctx.output(0),
+                              ctx.output(1), a.causal, a.scale);
+  grads[0] = std::move(result.grad_q);
+  grads[1] = std::move(result.grad_k);
+  grads[2] = std::move(result.grad_v);
+}
+
 // y[i] = weight[indices[i]]:  dweight[r] = sum of g[i] over the i with indices[i] == r
 GROVE_BACKWARD(embedding) {
   grads[0] = ops::embedding_backward(ctx.grad, ctx.input(1), ctx.inputs[0].sizes[0]);
@@ -101,6 +115,8 @@ constexpr std::uint8_t kIn01 = 3;
 constexpr std::uint8_t kOut0 = 1;
 constexpr std::uint8_t kOut1 = 2;
 constexpr std::uint8_t kOut12 = 6;
+constexpr std::uint8_t kOut01 = 3;
+constexpr std::uint8_t kIn012 = 7;
 using D = Differentiability;
 
 // clang-format off
@@ -111,11 +127,13 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::NllLoss, D::Rule, kIn01, 0, false, nll_loss_backward},
     {OpKind::LayerNorm, D::Rule, kIn01, kOut12, false, layer_norm_backward, {0, kIn0}},
     {OpKind::Embedding, D::Rule, kIn1, 0, false, embedding_backward},
+    {OpKind::Attention, D::Rule, kIn012, kOut01, false, attention_backward},
     {OpKind::Conv2d, D::Rule, kIn01, 0, false, conv2d_backward, {kIn1, kIn0}},
     {OpKind::MaxPool2d, D::Rule, 0, kOut1, false, max_pool2d_backward},
     {OpKind::AvgPool2d, D::Rule, 0, 0, false, avg_pool2d_backward},
     {OpKind::CrossEntropyBackward, D::NoRule}, {OpKind::NllLossBackward, D::NoRule},
     {OpKind::LayerNormBackward, D::NoRule}, {OpKind::EmbeddingBackward, D::NoRule},
+    {OpKind::AttentionBackward, D::NoRule},
     {OpKind::Conv2dBackwardInput, D::NoRule}, {OpKind::Conv2dBackwardWeight, D::NoRule},
     {OpKind::MaxPool2dBackward, D::NoRule}, {OpKind::AvgPool2dBackward, D::NoRule},
 };

@@ -174,6 +174,17 @@ std::string MaxPool2dBackwardAttributes::describe() const {
 
 // ---- layer_norm, reductions, softmax and the losses ----------------------------------------
 
+OpAttributes AttentionAttributes::to_attributes() const {
+  OpAttributes attributes;
+  attributes.flag = causal;
+  attributes.reals[0] = scale;
+  return attributes;
+}
+
+std::string AttentionAttributes::describe() const {
+  return "causal=" + boolean(causal) + " scale=" + real(scale);
+}
+
 OpAttributes LayerNormAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.ints = normalized_shape;

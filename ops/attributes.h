@@ -137,6 +137,18 @@ struct PowAttributes {
   std::string describe() const;
 };
 
+// attention, attention_backward: flag = causal, reals[0] = scale.
+struct AttentionAttributes {
+  bool causal = false;
+  double scale = 1.0;
+
+  OpAttributes to_attributes() const;
+  static AttentionAttributes from(const OpAttributes& attributes) {
+    return {attributes.flag, attributes.reals[0]};
+  }
+  std::string describe() const;
+};
+
 // gelu, gelu_backward: flag = approximate (the tanh approximation).
 struct GeluAttributes {
   bool approximate = false;

@@ -95,6 +95,9 @@ std::string describe_attributes(OpKind kind, const OpAttributes& a) {
     case OpKind::CrossEntropyBackward:
     case OpKind::NllLossBackward:
       return LossAttributes::from(a).describe();
+    case OpKind::Attention:
+    case OpKind::AttentionBackward:
+      return AttentionAttributes::from(a).describe();
     case OpKind::LayerNorm:
       return LayerNormAttributes::from(a).describe(/*with_eps=*/true);
     case OpKind::LayerNormBackward:

@@ -115,6 +115,10 @@ InputCount input_count(OpKind kind, const OpAttributes& attributes) {
       const std::size_t weight = LayerNormAttributes::from(attributes).has_weight ? 1 : 0;
       return {1 + weight, 2 + weight};
     }
+    case OpKind::Attention:  // (q, k, v)
+      return InputCount::exactly(3);
+    case OpKind::AttentionBackward:  // (grad, q, k, v, out, lse)
+      return InputCount::exactly(6);
     case OpKind::LayerNormBackward:  // (grad, x, mean, rstd[, weight])
       return InputCount::exactly(LayerNormAttributes::from(attributes).has_weight ? 5 : 4);
     case OpKind::Cat:  // one or more; infer_cat refuses none with its own message

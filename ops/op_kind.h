@@ -59,6 +59,7 @@ namespace grove::ops {
   /* layer_norm.h, embedding.h */                                                           \
   X(LayerNorm, "layer_norm") X(Embedding, "embedding")                                      \
   X(LayerNormBackward, "layer_norm_backward") X(EmbeddingBackward, "embedding_backward")    \
+  X(Attention, "attention") X(AttentionBackward, "attention_backward")                      \
   /* conv.h, pool.h */                                                                      \
   X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")                 \
   X(Conv2dBackwardInput, "conv2d_backward_input")                                           \

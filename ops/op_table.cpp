@@ -17,7 +17,8 @@ struct Table {
   Table() {
     for (const std::span<const OpEntry> family :
          {elementwise_entries(), inplace_entries(), optim_entries(), reduce_entries(),
-          linalg_entries(), softmax_entries(), layer_norm_entries(), embedding_entries(),
+          linalg_entries(), softmax_entries(), layer_norm_entries(), attention_entries(),
+          embedding_entries(),
           conv_entries(), pool_entries(), shape_entries(), random_entries(),
           collective_entries()}) {
       for (const OpEntry& entry : family) {

@@ -7,10 +7,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "ops/elementwise.h"
-#include "ops/linalg.h"
+#include "ops/attention.h"
 #include "ops/shape.h"
-#include "ops/softmax.h"
 
 namespace grove::nn {
 
@@ -36,23 +34,16 @@ Tensor CausalSelfAttention::forward(const Tensor& input) {
               "CausalSelfAttention: expected a sequence of at most block = ", block_,
               " positions, got ", length, "; crop the context to the last ", block_, " tokens");
 
+  // q, k, v: (B, T, H, D) views of the projection's (B, T, 3C) rows, read in place; the op's
+  // output is (B, T, H, D) contiguous, the heads merged when viewed as (B, T, C).
   const std::vector<Tensor> parts = ops::chunk(qkv_->forward(input), 3, -1);  // 3 x (B, T, C)
-  const auto heads_first = [&](const Tensor& x) {
-    return x.view({batch, length, heads_, head_width}).transpose(1, 2);  // (B, H, T, D)
+  const auto split_heads = [&](const Tensor& x) {
+    return x.view({batch, length, heads_, head_width});
   };
-  const Tensor query = heads_first(parts[0]);
-  const Tensor key = heads_first(parts[1]);
-  const Tensor value = heads_first(parts[2]);
-
-  // att: (B, H, T, T), row t = query t's scores over the keys.
-  Tensor att = ops::matmul(query, key.transpose(-2, -1)) *
-               (1.0 / std::sqrt(static_cast<double>(head_width)));
-  const Tensor mask = buffer("causal_mask").slice(0, 0, length).slice(1, 0, length);  // (T, T)
-  att = ops::masked_fill(att, mask, -std::numeric_limits<double>::infinity());
-  att = ops::softmax(att, -1);
-  const Tensor heads_out = ops::matmul(att, value);  // (B, H, T, D)
   const Tensor merged =
-      heads_out.transpose(1, 2).contiguous().view({batch, length, embd_});  // (B, T, C)
+      ops::attention(split_heads(parts[0]), split_heads(parts[1]), split_heads(parts[2]),
+                     /*causal=*/true, 1.0 / std::sqrt(static_cast<double>(head_width)))
+          .view({batch, length, embd_});  // (B, T, C)
   return proj_->forward(merged);
 }
 

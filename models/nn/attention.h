@@ -1,11 +1,14 @@
 // nn::CausalSelfAttention: multi-head self-attention where position t attends to positions
-// <= t only, written with matmul + mask + softmax (the reference GPT's attention; no fused or
-// flash kernel, no dropout, no KV cache).
+// <= t only (the reference GPT's attention), as one ops::attention call (ops/attention.h: the
+// scores, the causal mask, the softmax and the weighted sum of values in one op, which never
+// stores the (B, H, T, T) scores; no dropout, no KV cache). The reference harness writes the
+// same as matmul + masked_fill + softmax + matmul; the results agree to rounding.
 //
 // Children: qkv = Linear(embd, 3 embd) (queries, keys and values side by side) and
 // proj = Linear(embd, embd), so its parameters are "qkv.weight", "qkv.bias", "proj.weight",
 // "proj.bias". Buffer: "causal_mask", (block, block) bool, true above the diagonal (the future
-// positions masked out). The mask is a non-persistent buffer: to() moves it with the module,
+// positions masked out); forward does not read it (the op masks by position), it is kept for
+// code that inspects the module's buffers. The mask is a non-persistent buffer: to() moves it with the module,
 // but it is not in state_dict(), since it is rebuilt from `block` and checkpoints hold weights
 // only (PyTorch's reference harness keeps it in its state dict: load that with strict = false,
 // or drop the "causal_mask" entries first).

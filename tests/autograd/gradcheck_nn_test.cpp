@@ -8,6 +8,7 @@
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
+#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/pool.h"
 #include "ops/softmax.h"
@@ -65,6 +66,15 @@ const std::vector<GradcheckCase>
             {"nll_loss_transposed_expanded",
              {transposed_leaf({3, 4}), int64_tensor({3, 0, 2})},
              [](Inputs in) { return nll_loss(in[0], in[1]).expand({2}); }},
+            // attention: q, k, v of (B, T, H, D); causal and not; q a strided view
+            {"attention_causal",
+             {leaf({2, 4, 2, 3}), leaf({2, 4, 2, 3}, 2), leaf({2, 4, 2, 3}, 3)},
+             [](Inputs in) { return attention(in[0], in[1], in[2], true, 0.7); }},
+            {"attention_full_strided",
+             {leaf({2, 2, 5, 3}), leaf({2, 5, 2, 3}, 2), leaf({2, 5, 2, 3}, 3)},
+             [](Inputs in) {
+               return attention(in[0].transpose(1, 2), in[1], in[2], false, 0.5);
+             }},
             // layer_norm: inputs x, then weight and bias when present
             {"layer_norm_plain", {leaf({3, 4})}, [](Inputs in) { return layer_norm(in[0], {4}); }},
             {"layer_norm_weight_bias",

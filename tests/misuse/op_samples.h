@@ -14,6 +14,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/inplace.h"
+#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/op_table.h"
@@ -288,6 +289,16 @@ inline const std::map<OpKind, std::function<void()>>& valid_calls() {
          const ops::LayerNormResult stats = ops::layer_norm_with_stats(x, {3}, f32({3}));
          ops::layer_norm_backward(f32({2, 3}), x, stats.mean, stats.rstd, {3}, f32({3}));
        }},
+      {OpKind::Attention,
+       [] {
+         ops::attention(f32({2, 3, 2, 4}), f32({2, 3, 2, 4}), f32({2, 3, 2, 4}), true, 0.5);
+       }},
+      {OpKind::AttentionBackward,
+       [] {
+         const Tensor q = f32({2, 3, 2, 4});
+         const ops::AttentionResult r = ops::attention_with_lse(q, q, q, true, 0.5);
+         ops::attention_backward(f32({2, 3, 2, 4}), q, q, q, r.output, r.lse, true, 0.5);
+       }},
       {OpKind::Embedding,
        [] {
          ops::embedding(f32({5, 3}), indices({0, 4, 2}));
@@ -443,6 +454,10 @@ inline std::size_t sample_input_count(OpKind kind) {
     case OpKind::AdamwStep:
     case OpKind::LayerNormBackward:
       return 5;
+    case OpKind::Attention:
+      return 3;
+    case OpKind::AttentionBackward:
+      return 6;
     default:
       return 2;
   }

@@ -13,6 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/inplace.h"
+#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/optim.h"
@@ -267,6 +268,9 @@ void call_every_op() {
   const Tensor indices = random_integers({4}, 0, 5);
   embedding(table, indices);
   layer_norm_backward(x, x, norm.mean, norm.rstd, {3});
+  const Tensor heads = x.view({1, 2, 1, 3});
+  const AttentionResult attended = attention_with_lse(heads, heads, heads, true, 0.5);
+  attention_backward(heads, heads, heads, heads, attended.output, attended.lse, true, 0.5);
   embedding_backward(random_tensor({4, 3}, DType::Float64), indices, 5);
   const Tensor image = random_tensor({1, 2, 4, 4}, DType::Float64);
   const Tensor filter = random_tensor({2, 2, 3, 3}, DType::Float64);

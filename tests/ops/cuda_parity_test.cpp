@@ -31,6 +31,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/inplace.h"
+#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/op_table.h"
@@ -749,6 +750,53 @@ void add_layer_norm_rows(std::vector<Row>& rows) {
                   kLayerNorm});
 }
 
+// Both devices sum in double and round once; the GPU's online softmax rescales its running sums
+// (a different order and a few more roundings in double).
+constexpr ParityTolerances kAttention{1e-5, 1e-6, 1e-11, 1e-12};
+
+void add_attention_rows(std::vector<Row>& rows) {
+  // q, k, v (B, T, H, D); the backward's grad of that shape too.
+  const std::vector<Shapes> shapes = {
+      {"gpt head", {{2, 64, 4, 32}, {2, 64, 4, 32}, {2, 64, 4, 32}}},
+      {"odd sizes", {{3, 37, 2, 5}, {3, 37, 2, 5}, {3, 37, 2, 5}}},
+      {"widest head", {{1, 9, 1, 256}, {1, 9, 1, 256}, {1, 9, 1, 256}}},
+      {"one position", {{2, 1, 3, 4}, {2, 1, 3, 4}, {2, 1, 3, 4}}},
+      {"size 0", {{0, 4, 2, 4}, {0, 4, 2, 4}, {0, 4, 2, 4}}}};
+  for (const bool causal : {true, false}) {
+    rows.push_back({OpKind::Attention,
+                    causal ? "attention causal" : "attention",
+                    kFloating,
+                    {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
+                    shapes,
+                    [causal](const std::vector<Tensor>& x, const Context&) {
+                      // q read through a transposed view: the kernels follow strides
+                      const Tensor q = x[0].transpose(1, 2).contiguous().transpose(1, 2);
+                      const AttentionResult r = attention_with_lse(q, x[1], x[2], causal, 0.25);
+                      return std::vector<Tensor>{r.output, r.lse};
+                    },
+                    kAttention});
+    std::vector<Shapes> backward_shapes;
+    for (const Shapes& s : shapes) {
+      Shapes with_grad = s;
+      with_grad.sizes.push_back(s.sizes[0]);
+      backward_shapes.push_back(with_grad);
+    }
+    rows.push_back({OpKind::AttentionBackward,
+                    causal ? "attention_backward causal" : "attention_backward",
+                    kFloating,
+                    {in(Values::Finite), in(Values::Finite), in(Values::Finite),
+                     in(Values::Finite)},
+                    backward_shapes,
+                    [causal](const std::vector<Tensor>& x, const Context&) {
+                      const AttentionResult r = attention_with_lse(x[0], x[1], x[2], causal, 0.25);
+                      const AttentionGrads g =
+                          attention_backward(x[3], x[0], x[1], x[2], r.output, r.lse, causal, 0.25);
+                      return std::vector<Tensor>{g.grad_q, g.grad_k, g.grad_v};
+                    },
+                    kAttention});
+  }
+}
+
 void add_embedding_rows(std::vector<Row>& rows) {
   rows.push_back({OpKind::Embedding,
                   "embedding",
@@ -1020,6 +1068,7 @@ std::vector<Row> parity_rows() {
   add_linalg_rows(rows);
   add_softmax_rows(rows);
   add_layer_norm_rows(rows);
+  add_attention_rows(rows);
   add_embedding_rows(rows);
   add_conv_rows(rows);
   add_pool_rows(rows);

@@ -1,0 +1,103 @@
+// Attention family: argument checks, output shapes and the user functions (ops/attention.h).
+// Kernels: ops/cpu/attention.cpp and ops/cuda/attention.cu.
+#include "ops/attention.h"
+
+#include <cmath>
+
+#include "ops/attributes.h"
+#include "ops/cpu/attention.h"
+#include "ops/cuda/attention.h"
+#include "ops/dispatch.h"
+#include "ops/op_table.h"
+
+namespace grove::ops {
+namespace {
+
+// q, k, v (and the backward's grad and out): 4-d, one shape, one floating dtype.
+void check_heads(const OpCall& call, std::size_t first) {
+  const Tensor& q = call.input(first);
+  GROVE_OP_CHECK(call, q.dim() == 4, "expected q, k and v of shape (B, T, H, D), but q has ",
+                 q.dim(), " dims ", q.sizes(),
+                 "; view a (B, T, C) tensor as (B, T, heads, C / heads)");
+  GROVE_OP_CHECK(call, is_floating_point(q.dtype()), "expected float32 or float64, but got ",
+                 q.dtype());
+  const char* names[] = {"q", "k", "v"};
+  for (std::size_t i = 1; i < 3; ++i) {
+    const Tensor& x = call.input(first + i);
+    GROVE_OP_CHECK(call, x.sizes() == q.sizes(), "expected ", names[i], " of q's shape ",
+                   q.sizes(), ", but got ", x.sizes(),
+                   " (self-attention: queries, keys and values of one sequence)");
+    GROVE_OP_CHECK(call, x.dtype() == q.dtype(), "expected ", names[i], " of q's dtype ",
+                   q.dtype(), ", but got ", x.dtype());
+  }
+  const AttentionAttributes attributes = AttentionAttributes::from(call.attributes);
+  GROVE_OP_CHECK(call, std::isfinite(attributes.scale),
+                 "expected a finite scale, but got ", attributes.scale);
+  if (q.device().is_cuda()) {
+    GROVE_OP_CHECK(call, q.size(3) <= kCudaMaxHeadWidth, "on CUDA the head width D is at most ",
+                   kCudaMaxHeadWidth, ", but got ", q.size(3),
+                   "; use more heads of fewer channels each");
+  }
+}
+
+// Inputs q, k, v -> out (B, T, H, D), lse (B, H, T).
+void infer_attention(const OpCall& call, OutputSpecs& outputs) {
+  check_heads(call, 0);
+  const Tensor& q = call.input(0);
+  outputs.add(q.sizes(), q.dtype());
+  outputs.add({q.size(0), q.size(2), q.size(1)}, q.dtype());
+}
+
+// Inputs grad, q, k, v, out, lse -> grad_q, grad_k, grad_v (each q's shape).
+void infer_attention_backward(const OpCall& call, OutputSpecs& outputs) {
+  check_heads(call, 1);
+  const Tensor& q = call.input(1);
+  const char* names[] = {"grad", "out"};
+  for (const std::size_t i : {std::size_t{0}, std::size_t{4}}) {
+    const Tensor& x = call.input(i);
+    GROVE_OP_CHECK(call, x.sizes() == q.sizes() && x.dtype() == q.dtype(), "expected ",
+                   names[i == 0 ? 0 : 1], " of q's shape and dtype ", q.dtype(), q.sizes(),
+                   ", but got ", x.dtype(), x.sizes());
+  }
+  const Tensor& lse = call.input(5);
+  const DimVector lse_sizes{q.size(0), q.size(2), q.size(1)};
+  GROVE_OP_CHECK(call, lse.sizes() == IntArrayRef(lse_sizes) && lse.dtype() == q.dtype(),
+                 "expected lse of shape (B, H, T) = ", IntArrayRef(lse_sizes), " and dtype ",
+                 q.dtype(), " (attention_with_lse's second output), but got ", lse.dtype(),
+                 lse.sizes());
+  for (int i = 0; i < 3; ++i) outputs.add(q.sizes(), q.dtype());
+}
+
+constexpr OpEntry kAttention{OpKind::Attention, infer_attention, cpu::attention,
+                             GROVE_CUDA_KERNEL(attention)};
+constexpr OpEntry kAttentionBackward{OpKind::AttentionBackward, infer_attention_backward,
+                                     cpu::attention_backward,
+                                     GROVE_CUDA_KERNEL(attention_backward)};
+
+}  // namespace
+
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
+  return attention_with_lse(q, k, v, causal, scale).output;
+}
+
+AttentionResult attention_with_lse(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                   double scale) {
+  const OpOutputs out =
+      dispatch(kAttention, {q, k, v}, AttentionAttributes{causal, scale}.to_attributes());
+  return {out[0], out[1]};
+}
+
+AttentionGrads attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k,
+                                  const Tensor& v, const Tensor& out, const Tensor& lse,
+                                  bool causal, double scale) {
+  const OpOutputs grads = dispatch(kAttentionBackward, {grad, q, k, v, out, lse},
+                                   AttentionAttributes{causal, scale}.to_attributes());
+  return {grads[0], grads[1], grads[2]};
+}
+
+std::span<const OpEntry> attention_entries() {
+  static constexpr OpEntry kEntries[] = {kAttention, kAttentionBackward};
+  return kEntries;
+}
+
+}  // namespace grove::ops
