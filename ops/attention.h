@@ -13,13 +13,14 @@
 // That is softmax(q k^T * scale, masked) v per head, without the (B, H, T, T) scores in memory:
 // one pass per query row keeps a running maximum and sum (the online softmax), so the op reads
 // q, k and v and writes out, and its backward recomputes the probabilities from the saved
-// log-sum-exp. Self-attention only: q, k and v have one shape. float32 or float64, one dtype;
-// sums in double. A row whose scores are all -inf (only possible with infinite inputs) has a
-// NaN output, as softmax gives.
+// log-sum-exp. Self-attention only: q, k and v have one shape. float32 or float64, one dtype.
+// A row whose scores are all -inf (only possible with infinite inputs) has a NaN output, as
+// softmax gives.
 //
 // Semantics are those of the composition (matmul, masked_fill with -inf, softmax, matmul) up
-// to rounding; ops/cpu/attention.cpp is the reference, ops/cuda/attention.cu matches it (one
-// warp per query row; head width at most kCudaMaxHeadWidth there).
+// to rounding: ops/cpu/attention.cpp computes that composition per (batch, head) with Eigen in
+// the inputs' precision (the reference); ops/cuda/attention.cu sums in double (one warp per row;
+// head width at most kCudaMaxHeadWidth there).
 #pragma once
 
 #include "core/tensor.h"
@@ -45,7 +46,8 @@ AttentionResult attention_with_lse(const Tensor& q, const Tensor& k, const Tenso
 //   ds[t, u] = p[t, u] (dp[t, u] - delta[t])
 //   grad_q[t] = scale sum_u ds[t, u] k[u],   grad_k[u] = scale sum_t ds[t, u] q[t],
 //   grad_v[u] = sum_t p[t, u] grad[t]                                 -> each (B, T, H, D)
-// Deterministic: each output element is summed by one thread in a fixed order.
+// Deterministic: each output element is summed by one thread (CPU: one thread per (batch, head)
+// pair) in a fixed order.
 struct AttentionGrads {
   Tensor grad_q;
   Tensor grad_k;

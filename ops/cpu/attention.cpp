@@ -1,20 +1,30 @@
-// CPU kernels of attention (ops/attention.h): each (batch, head) pair by one thread, its rows
-// in order, every sum in double in a fixed order (so the results do not depend on the thread
-// count). The inputs are read through their strides; the outputs are contiguous.
+// CPU kernels of attention (ops/attention.h): one (batch, head) pair at a time per thread (an
+// OpenMP loop over the pairs, so each pair's results do not depend on the thread count), the
+// pair's rows gathered into contiguous matrices and multiplied with Eigen, in the inputs'
+// precision, as matmul does on the CPU:
+//   forward:  S = scale Q K^T (masked: -inf above the diagonal when causal), row maxima m and
+//             sums l of exp(S - m), out = exp(S - m) V / l, lse = m + log(l);
+//   backward: P = exp(S - lse), dP = G V^T, delta = rowsum(G o out), dS = P o (dP - delta),
+//             dQ = scale dS K, dK = scale dS^T Q, dV = P^T G.
+// The CUDA kernels (ops/cuda/attention.cu) sum in double instead, in another order; both are
+// within the parity tests' float32 tolerance of each other and of the double reference.
 #include "ops/cpu/attention.h"
 
-#include <algorithm>
+#include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <vector>
 
 #include "ops/attributes.h"
 
 namespace grove::ops::cpu {
 namespace {
 
-// One (B, T, H, D) operand: element (b, t, h, d) at data[b sb + t st + h sh + d sd].
+template <typename T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// One (B, T, H, D) operand: element (b, t, h, d) at data[b sb + t st + h sh + d sd]. Raw
+// pointer and strides only: a kernel recorded on the CPU holds no tensors.
 template <typename T>
 struct Heads {
   const T* data;
@@ -26,8 +36,13 @@ struct Heads {
         st(x.strides()[1]),
         sh(x.strides()[2]),
         sd(x.strides()[3]) {}
-  T at(std::int64_t b, std::int64_t t, std::int64_t h, std::int64_t d) const {
-    return data[b * sb + t * st + h * sh + d * sd];
+
+  // Rows (b, 0..T, h) as a T x D matrix.
+  void gather(Matrix<T>& rows, std::int64_t b, std::int64_t h) const {
+    for (std::int64_t t = 0; t < rows.rows(); ++t) {
+      const T* row = data + b * sb + t * st + h * sh;
+      for (std::int64_t d = 0; d < rows.cols(); ++d) rows(t, d) = row[d * sd];
+    }
   }
 };
 
@@ -35,90 +50,95 @@ struct Sizes {
   std::int64_t batch, length, heads, width;  // B, T, H, D
   explicit Sizes(const Tensor& q)
       : batch(q.size(0)), length(q.size(1)), heads(q.size(2)), width(q.size(3)) {}
-  // Keys query t attends to: [0, keys(t)).
-  std::int64_t keys(std::int64_t t, bool causal) const { return causal ? t + 1 : length; }
+  std::int64_t pairs() const { return batch * heads; }
+  // Enough work per call to share the pairs among threads (Note [Threads in CPU GEMM]).
+  bool parallel() const { return pairs() * length * length * width >= (std::int64_t{1} << 21); }
 };
 
-// scale * q[b, t, h, :] . k[b, u, h, :], summed in double.
+// Writes rows (b, 0..T, h) of a contiguous (B, T, H, D) output from a T x D matrix, times factor.
 template <typename T>
-double score(const Heads<T>& q, const Heads<T>& k, std::int64_t b, std::int64_t t,
-             std::int64_t u, std::int64_t h, std::int64_t width, double scale) {
-  double dot = 0.0;
-  for (std::int64_t d = 0; d < width; ++d) {
-    dot += static_cast<double>(q.at(b, t, h, d)) * static_cast<double>(k.at(b, u, h, d));
+void scatter(T* out, const Matrix<T>& rows, const Sizes& n, std::int64_t b, std::int64_t h,
+             T factor) {
+  for (std::int64_t t = 0; t < n.length; ++t) {
+    T* row = out + ((b * n.length + t) * n.heads + h) * n.width;
+    for (std::int64_t d = 0; d < n.width; ++d) row[d] = factor * rows(t, d);
   }
-  return scale * dot;
 }
 
+// S = scale Q K^T with -inf above the diagonal when causal.
 template <typename T>
-void forward(Heads<T> q, Heads<T> k, Heads<T> v, Sizes n, T* out, T* lse, bool causal,
-             double scale) {
-  const std::int64_t pairs = n.batch * n.heads;
-#pragma omp parallel for schedule(static) if (pairs * n.length * n.length * n.width >= (1 << 16))
-  for (std::int64_t pair = 0; pair < pairs; ++pair) {
-    const std::int64_t b = pair / n.heads, h = pair % n.heads;
-    std::vector<double> scores(static_cast<std::size_t>(n.length));
-    std::vector<double> sums(static_cast<std::size_t>(n.width));
-    for (std::int64_t t = 0; t < n.length; ++t) {
-      const std::int64_t keys = n.keys(t, causal);
-      double top = -std::numeric_limits<double>::infinity();
-      for (std::int64_t u = 0; u < keys; ++u) {
-        scores[u] = score(q, k, b, t, u, h, n.width, scale);
-        top = std::max(top, scores[u]);  // a NaN score is skipped here and poisons the sum
-      }
-      double total = 0.0;
-      std::fill(sums.begin(), sums.end(), 0.0);
-      if (top != -std::numeric_limits<double>::infinity()) {
-        for (std::int64_t u = 0; u < keys; ++u) {
-          const double p = std::exp(scores[u] - top);
-          total += p;
-          for (std::int64_t d = 0; d < n.width; ++d) sums[d] += p * v.at(b, u, h, d);
-        }
-      }
-      T* row = out + ((b * n.length + t) * n.heads + h) * n.width;
-      for (std::int64_t d = 0; d < n.width; ++d) row[d] = static_cast<T>(sums[d] / total);
-      lse[(b * n.heads + h) * n.length + t] = static_cast<T>(top + std::log(total));
-    }
+void scores(Matrix<T>& s, const Matrix<T>& q, const Matrix<T>& k, bool causal, T scale) {
+  s.noalias() = q * k.transpose();
+  s *= scale;
+  if (!causal) return;
+  for (std::int64_t t = 0; t < s.rows(); ++t) {
+    for (std::int64_t u = t + 1; u < s.cols(); ++u) s(t, u) = -std::numeric_limits<T>::infinity();
   }
 }
 
 template <typename T>
-void backward(Heads<T> g, Heads<T> q, Heads<T> k, Heads<T> v, Heads<T> o, Sizes n, const T* lse,
-              T* grad_q, T* grad_k, T* grad_v, bool causal, double scale) {
-  const std::int64_t pairs = n.batch * n.heads;
-#pragma omp parallel for schedule(static) if (pairs * n.length * n.length * n.width >= (1 << 16))
-  for (std::int64_t pair = 0; pair < pairs; ++pair) {
+void forward(Heads<T> qh, Heads<T> kh, Heads<T> vh, Sizes n, T* out, T* lse, bool causal,
+             T scale) {
+#pragma omp parallel for schedule(static) if (n.parallel())
+  for (std::int64_t pair = 0; pair < n.pairs(); ++pair) {
     const std::int64_t b = pair / n.heads, h = pair % n.heads;
-    const auto cells = static_cast<std::size_t>(n.length * n.width);
-    std::vector<double> dq(cells, 0.0), dk(cells, 0.0), dv(cells, 0.0);
+    Matrix<T> q(n.length, n.width), k(n.length, n.width), v(n.length, n.width);
+    qh.gather(q, b, h);
+    kh.gather(k, b, h);
+    vh.gather(v, b, h);
+    Matrix<T> s(n.length, n.length);
+    scores(s, q, k, causal, scale);
+    Matrix<T> weighted(n.length, n.width);
     for (std::int64_t t = 0; t < n.length; ++t) {
-      double delta = 0.0;  // grad[t] . out[t]
-      for (std::int64_t d = 0; d < n.width; ++d) {
-        delta += static_cast<double>(g.at(b, t, h, d)) * static_cast<double>(o.at(b, t, h, d));
+      // The row maximum skips NaN (which then poisons the sum); all -inf leaves m = -inf.
+      T m = -std::numeric_limits<T>::infinity();
+      for (std::int64_t u = 0; u < n.length; ++u) m = s(t, u) > m ? s(t, u) : m;
+      T total = 0;
+      for (std::int64_t u = 0; u < n.length; ++u) {
+        const T p = m == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(s(t, u) - m);
+        s(t, u) = p;
+        total += p;
       }
-      const double row_lse = lse[(b * n.heads + h) * n.length + t];
-      for (std::int64_t u = 0; u < n.keys(t, causal); ++u) {
-        const double p = std::exp(score(q, k, b, t, u, h, n.width, scale) - row_lse);
-        double dp = 0.0;  // grad[t] . v[u]
-        for (std::int64_t d = 0; d < n.width; ++d) {
-          dp += static_cast<double>(g.at(b, t, h, d)) * static_cast<double>(v.at(b, u, h, d));
-        }
-        const double ds = p * (dp - delta);
-        for (std::int64_t d = 0; d < n.width; ++d) {
-          dq[t * n.width + d] += ds * k.at(b, u, h, d);
-          dk[u * n.width + d] += ds * q.at(b, t, h, d);
-          dv[u * n.width + d] += p * g.at(b, t, h, d);
-        }
+      lse[(b * n.heads + h) * n.length + t] = m + std::log(total);
+      s.row(t) /= total;  // 0 / 0: NaN, as softmax of an all -inf row
+    }
+    weighted.noalias() = s * v;
+    scatter(out, weighted, n, b, h, T(1));
+  }
+}
+
+template <typename T>
+void backward(Heads<T> gh, Heads<T> qh, Heads<T> kh, Heads<T> vh, Heads<T> oh, Sizes n,
+              const T* lse, T* grad_q, T* grad_k, T* grad_v, bool causal, T scale) {
+#pragma omp parallel for schedule(static) if (n.parallel())
+  for (std::int64_t pair = 0; pair < n.pairs(); ++pair) {
+    const std::int64_t b = pair / n.heads, h = pair % n.heads;
+    Matrix<T> g(n.length, n.width), q(n.length, n.width), k(n.length, n.width);
+    Matrix<T> v(n.length, n.width), o(n.length, n.width);
+    gh.gather(g, b, h);
+    qh.gather(q, b, h);
+    kh.gather(k, b, h);
+    vh.gather(v, b, h);
+    oh.gather(o, b, h);
+    Matrix<T> p(n.length, n.length);
+    scores(p, q, k, causal, scale);
+    Matrix<T> ds(n.length, n.length);
+    ds.noalias() = g * v.transpose();  // dP
+    for (std::int64_t t = 0; t < n.length; ++t) {
+      const T row_lse = lse[(b * n.heads + h) * n.length + t];
+      const T delta = g.row(t).dot(o.row(t));
+      for (std::int64_t u = 0; u < n.length; ++u) {
+        p(t, u) = std::exp(p(t, u) - row_lse);  // 0 where masked
+        ds(t, u) = p(t, u) * (ds(t, u) - delta);
       }
     }
-    for (std::int64_t t = 0; t < n.length; ++t) {
-      const std::int64_t at = ((b * n.length + t) * n.heads + h) * n.width;
-      for (std::int64_t d = 0; d < n.width; ++d) {
-        grad_q[at + d] = static_cast<T>(scale * dq[t * n.width + d]);
-        grad_k[at + d] = static_cast<T>(scale * dk[t * n.width + d]);
-        grad_v[at + d] = static_cast<T>(dv[t * n.width + d]);
-      }
-    }
+    Matrix<T> result(n.length, n.width);
+    result.noalias() = ds * k;
+    scatter(grad_q, result, n, b, h, scale);
+    result.noalias() = ds.transpose() * q;
+    scatter(grad_k, result, n, b, h, scale);
+    result.noalias() = p.transpose() * g;
+    scatter(grad_v, result, n, b, h, T(1));
   }
 }
 
@@ -133,13 +153,12 @@ void attention(const OpCall& call, const OpOutputs& outputs) {
   const AttentionAttributes attributes = AttentionAttributes::from(call.attributes);
   const Tensor& q = call.input(0);
   dispatch_floating(q.dtype(), "attention", [&]<typename T>() {
-    // Raw pointers, strides and sizes only: a kernel recorded on the CPU holds no tensors.
     const Heads<T> qs(q), ks(call.input(1)), vs(call.input(2));
     const Sizes n(q);
     T* out = typed<T>(outputs[0]);
     T* lse = typed<T>(outputs[1]);
     const bool causal = attributes.causal;
-    const double scale = attributes.scale;
+    const auto scale = static_cast<T>(attributes.scale);
     launch_cpu(current_stream(q.device()),
                [=] { forward<T>(qs, ks, vs, n, out, lse, causal, scale); });
   });
@@ -159,7 +178,7 @@ void attention_backward(const OpCall& call, const OpOutputs& outputs) {
     T* grad_k = typed<T>(outputs[1]);
     T* grad_v = typed<T>(outputs[2]);
     const bool causal = attributes.causal;
-    const double scale = attributes.scale;
+    const auto scale = static_cast<T>(attributes.scale);
     launch_cpu(current_stream(q.device()), [=] {
       backward<T>(gs, qs, ks, vs, os, n, lse, grad_q, grad_k, grad_v, causal, scale);
     });
