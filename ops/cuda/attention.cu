@@ -1,23 +1,25 @@
 // CUDA kernels of attention (ops/attention.h); ops/cpu/attention.cpp is the reference they match.
 //
-// One warp per row, eight rows per block: per query row for the forward and for the backward's
-// grad_q, per key row for the backward's grad_k and grad_v. Lane l holds elements l, l + 32, ...
-// of the warp's own rows (kPerLane of them: 1 for D <= 32, up to 8 for D = 256) in registers,
-// and the warp walks the other side's rows (the keys of a query, the queries of a key) four at
-// a time: each dot product is the lanes' partial sums added by warp shuffles (every lane gets
-// the total, four reductions interleaved), then every lane updates its elements with the row's
-// weight. Rows are read through their strides, a row's D elements by adjacent lanes (the GPT's
-// q, k and v are views of its (B, T, 3C) projection); nothing of size T x T is stored; the sums
-// are in double.
+// A block takes eight rows of one (batch, head) pair, one warp per row: query rows for the
+// forward and for the backward's grad_q, key rows for the backward's grad_k and grad_v. It walks
+// the other side's rows (the keys of its queries, or the queries of its keys) in tiles of 32,
+// each tile copied into shared memory by the whole block (adjacent threads read adjacent
+// elements of a row: the GPT's q, k and v are strided views of its (B, T, 3C) projection). In a
+// tile, lane j takes row j: its dot products with the warp's own row (also in shared memory)
+// run over D without shuffles, its softmax weight is one exp, and the warp then adds the 32 rows'
+// contributions into its outputs, lane l holding elements l, l + 32, ... (kPerLane of them: 1
+// for D <= 32, up to 8 for D = 256), each weight read from shared memory. Nothing of size T x T
+// is stored; the sums are in double.
 //
-// The forward is the online softmax: a running maximum m and sum l per query row; a score above
-// m rescales what was gathered by exp(m - s). Its outputs are out and lse = m + log(l). The
-// backward recomputes p = exp(s - lse) instead of storing it; its first kernel also writes
-// delta = grad . out per query row, which the second reads.
+// The forward is the online softmax: a running maximum m and sum l per query row; a tile whose
+// maximum is larger rescales what was gathered by exp(m_old - m_new). Its outputs are out and
+// lse = m + log(l). The backward recomputes p = exp(s - lse) instead of storing it; its first
+// kernel also writes delta = grad . out per query row, which the second reads.
 //
-// First version, measured and replaced: a lane per key, each lane forming its key's whole dot
-// product from global memory (32 rows 1.5 KB apart per load): 100, 125 and 170 us per GPT layer
-// for the three kernels on an H200, slower than the products, mask and softmax it replaced.
+// Two earlier versions, measured and replaced (H200, per GPT layer, forward / grad_q / grad_k
+// and grad_v kernels): a lane per key forming whole dot products from global memory (32 rows
+// 1.5 KB apart per load), 100 / 125 / 170 us; then lanes over D with shuffle-summed dot
+// products, every lane repeating each key's exp, 74 / 115 / 73 us.
 #include <cuda_runtime_api.h>
 
 #include <cmath>
@@ -57,43 +59,83 @@ struct Shape {
   double scale;
 };
 
-// The warp's row: (b, h, t) of row r, rows ordered by batch, head, then position.
-struct Row {
-  std::int64_t b, h, t;
-  __device__ Row(std::int64_t r, const Shape& n)
-      : b(r / (n.heads * n.length)), h((r / n.length) % n.heads), t(r % n.length) {}
+constexpr int kTile = kWarp;  // rows of the other side per shared tile: one per lane
+
+// The block's shared memory, carved from the dynamic allocation (see shared_bytes):
+//   a, b      two tiles of kTile rows x (D + 1) (the + 1 keeps lane j's row j in its own bank)
+//   own, own2 the warps' own rows, kRowsPerBlock x D each
+//   w, w2     per warp, the tile's weights: kRowsPerBlock x kTile each
+struct SharedLayout {
+  double* a;
+  double* b;
+  double* own;
+  double* own2;
+  double* w;
+  double* w2;
+  std::int64_t pitch;  // D + 1
+  __device__ SharedLayout(double* base, std::int64_t width) : pitch(width + 1) {
+    a = base;
+    b = a + kTile * pitch;
+    own = b + kTile * pitch;
+    own2 = own + kRowsPerBlock * width;
+    w = own2 + kRowsPerBlock * width;
+    w2 = w + kRowsPerBlock * kTile;
+  }
 };
 
-constexpr int kGroup = 4;  // rows of the other side taken together (independent reductions)
+std::size_t shared_bytes(std::int64_t width) {
+  const std::int64_t doubles =
+      2 * kTile * (width + 1) + 2 * kRowsPerBlock * width + 2 * kRowsPerBlock * kTile;
+  return static_cast<std::size_t>(doubles) * sizeof(double);
+}
 
-// Sums each of the kGroup values over the warp; every lane gets the totals.
-__device__ inline void warp_sums(double (&values)[kGroup]) {
-  for (int step = kWarp / 2; step > 0; step /= 2) {
-    for (int j = 0; j < kGroup; ++j) values[j] += __shfl_xor_sync(kFullMask, values[j], step);
+// The block's pair and rows: blocks run over (pair, group of kRowsPerBlock positions).
+struct BlockRows {
+  std::int64_t b, h, first;  // first: the group's first position
+  std::int64_t t;            // this warp's position (may be >= T in the last group)
+  __device__ BlockRows(const Shape& n) {
+    const std::int64_t groups = (n.length + kRowsPerBlock - 1) / kRowsPerBlock;
+    const std::int64_t pair = blockIdx.x / groups;
+    b = pair / n.heads;
+    h = pair % n.heads;
+    first = (blockIdx.x % groups) * kRowsPerBlock;
+    t = first + static_cast<std::int64_t>(threadIdx.x) / kWarp;
+  }
+};
+
+// Copies rows [start, start + kTile) of x (pair b, h) into `tile` (rows past T are not read).
+template <typename T>
+__device__ void load_tile(double* tile, const HeadsView<T>& x, const Shape& n, std::int64_t b,
+                          std::int64_t h, std::int64_t start, std::int64_t pitch) {
+  for (std::int64_t i = threadIdx.x; i < kTile * n.width; i += blockDim.x) {
+    const std::int64_t row = i / n.width, d = i % n.width;
+    if (start + row < n.length) tile[row * pitch + d] = x.at(b, start + row, h, d);
   }
 }
 
-// This lane's elements of row (b, t, h) of x: element d = lane + i * 32 in slot i (0 past D).
-template <int kPerLane, typename T>
-__device__ void load_lane(double (&row)[kPerLane], const HeadsView<T>& x, std::int64_t b,
-                          std::int64_t t, std::int64_t h, std::int64_t width, int lane) {
-  for (int i = 0; i < kPerLane; ++i) {
-    const std::int64_t d = lane + i * kWarp;
-    row[i] = d < width ? x.at(b, t, h, d) : 0.0;
-  }
+// Copies the warp's own row (b, t, h) of x into `row`.
+template <typename T>
+__device__ void load_own(double* row, const HeadsView<T>& x, const Shape& n, std::int64_t b,
+                         std::int64_t t, std::int64_t h, int lane) {
+  for (std::int64_t d = lane; d < n.width; d += kWarp) row[d] = x.at(b, t, h, d);
 }
 
-// This lane's part of row . x[b, u, h, :].
-template <int kPerLane, typename T>
-__device__ double partial_dot(const double (&row)[kPerLane], const HeadsView<T>& x,
-                              std::int64_t b, std::int64_t u, std::int64_t h, std::int64_t width,
-                              int lane) {
+__device__ inline double dot(const double* row, const double* tile_row, std::int64_t width) {
   double sum = 0.0;
-  for (int i = 0; i < kPerLane; ++i) {
-    const std::int64_t d = lane + i * kWarp;
-    if (d < width) sum += row[i] * x.at(b, u, h, d);
-  }
+  for (std::int64_t d = 0; d < width; ++d) sum += row[d] * tile_row[d];
   return sum;
+}
+
+__device__ inline double warp_sum(double value) {
+  return warp_reduce(value, Sum{});
+}
+// The largest non-NaN value: fmax ignores NaN, as the CPU's row maximum does (a NaN score then
+// poisons the sums instead).
+__device__ inline double warp_fmax(double value) {
+  for (int step = kWarp / 2; step > 0; step /= 2) {
+    value = fmax(value, __shfl_xor_sync(kFullMask, value, step));
+  }
+  return value;
 }
 
 template <int kPerLane, typename T>
@@ -105,50 +147,65 @@ __device__ void store_lane(T* row, const double (&values)[kPerLane], double fact
   }
 }
 
-__device__ inline std::int64_t warp_row() {
-  return static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock +
-         static_cast<std::int64_t>(threadIdx.x) / kWarp;
+// acc[i] += sum over the tile's first `rows` rows j of weights[j] tile[j][lane + 32 i].
+template <int kPerLane>
+__device__ void add_rows(double (&acc)[kPerLane], const double* weights, const double* tile,
+                         int rows, std::int64_t pitch, std::int64_t width, int lane) {
+  for (int j = 0; j < rows; ++j) {
+    const double weight = weights[j];
+    for (int i = 0; i < kPerLane; ++i) {
+      const std::int64_t d = lane + i * kWarp;
+      if (d < width) acc[i] += weight * tile[j * pitch + d];
+    }
+  }
 }
 
 template <typename T, int kPerLane>
 __global__ void attention_forward(HeadsView<T> q, HeadsView<T> k, HeadsView<T> v, Shape n, T* out,
                                   T* lse) {
+  extern __shared__ double shared[];
+  const SharedLayout s(shared, n.width);
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const std::int64_t r = warp_row();
-  if (r >= n.batch * n.heads * n.length) return;  // the whole warp
-  const Row at(r, n);
-  double qs[kPerLane];
-  load_lane(qs, q, at.b, at.t, at.h, n.width, lane);
-  const std::int64_t keys = n.causal ? at.t + 1 : n.length;
+  const BlockRows rows(n);
+  const bool mine = rows.t < n.length;  // warps past T only help load the tiles
+  double* own = s.own + warp * n.width;
+  double* weights = s.w + warp * kTile;
+  if (mine) load_own(own, q, n, rows.b, rows.t, rows.h, lane);
+  // Keys any of the block's queries attends to.
+  const std::int64_t last = rows.first + kRowsPerBlock;
+  const std::int64_t keys_needed = n.causal ? (last < n.length ? last : n.length) : n.length;
+  const std::int64_t keys = n.causal ? rows.t + 1 : n.length;  // this warp's
   constexpr double kMinusInf = -INFINITY;
   double m = kMinusInf, l = 0.0;
   double acc[kPerLane] = {};
-  for (std::int64_t base = 0; base < keys; base += kGroup) {
-    double s[kGroup];
-    for (int j = 0; j < kGroup; ++j) {
-      s[j] = base + j < keys ? partial_dot(qs, k, at.b, base + j, at.h, n.width, lane) : 0.0;
-    }
-    warp_sums(s);
-    for (int j = 0; j < kGroup && base + j < keys; ++j) {
-      const double score = n.scale * s[j];
-      if (score == kMinusInf) continue;  // adds nothing
-      double p = 1.0, rescale = 1.0;
-      if (score > m) {  // a new maximum (never for NaN, which then poisons l and acc)
-        rescale = exp(m - score);
-        m = score;
-      } else {
-        p = exp(score - m);
-      }
-      l = l * rescale + p;
-      for (int i = 0; i < kPerLane; ++i) {
-        const std::int64_t d = lane + i * kWarp;
-        acc[i] = acc[i] * rescale + (d < n.width ? p * v.at(at.b, base + j, at.h, d) : 0.0);
-      }
-    }
+  for (std::int64_t start = 0; start < keys_needed; start += kTile) {
+    __syncthreads();  // the last tile is consumed
+    load_tile(s.a, k, n, rows.b, rows.h, start, s.pitch);
+    load_tile(s.b, v, n, rows.b, rows.h, start, s.pitch);
+    __syncthreads();
+    if (!mine || start >= keys) continue;
+    const std::int64_t u = start + lane;
+    const double score = u < keys ? n.scale * dot(own, s.a + lane * s.pitch, n.width) : kMinusInf;
+    const double m_new = fmax(m, warp_fmax(score));
+    if (m_new == kMinusInf) continue;  // every score so far is -inf (or NaN): nothing to add
+    const double rescale = exp(m - m_new);
+    const double p = u < keys ? exp(score - m_new) : 0.0;
+    l = l * rescale + warp_sum(p);
+    for (int i = 0; i < kPerLane; ++i) acc[i] *= rescale;
+    weights[lane] = p;
+    __syncwarp();
+    const std::int64_t in_tile = keys - start < kTile ? keys - start : kTile;
+    add_rows(acc, weights, s.b, static_cast<int>(in_tile), s.pitch, n.width, lane);
+    __syncwarp();  // weights are read before the next tile writes them
+    m = m_new;
   }
-  store_lane(out + ((at.b * n.length + at.t) * n.heads + at.h) * n.width, acc, 1.0 / l, n.width,
-             lane);
-  if (lane == 0) lse[(at.b * n.heads + at.h) * n.length + at.t] = static_cast<T>(m + log(l));
+  if (!mine) return;
+  store_lane(out + ((rows.b * n.length + rows.t) * n.heads + rows.h) * n.width, acc, 1.0 / l,
+             n.width, lane);
+  if (lane == 0) {
+    lse[(rows.b * n.heads + rows.h) * n.length + rows.t] = static_cast<T>(m + log(l));
+  }
 }
 
 // Per query row: delta = grad . out (kept for attention_backward_keys) and
@@ -157,39 +214,53 @@ template <typename T, int kPerLane>
 __global__ void attention_backward_queries(HeadsView<T> g, HeadsView<T> q, HeadsView<T> k,
                                            HeadsView<T> v, HeadsView<T> o, const T* lse, Shape n,
                                            double* deltas, T* grad_q) {
+  extern __shared__ double shared[];
+  const SharedLayout s(shared, n.width);
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const std::int64_t r = warp_row();
-  if (r >= n.batch * n.heads * n.length) return;
-  const Row at(r, n);
-  double qs[kPerLane], gs[kPerLane];
-  load_lane(qs, q, at.b, at.t, at.h, n.width, lane);
-  load_lane(gs, g, at.b, at.t, at.h, n.width, lane);
-  double delta_parts[kGroup] = {partial_dot(gs, o, at.b, at.t, at.h, n.width, lane)};
-  warp_sums(delta_parts);
-  const double delta = delta_parts[0];
-  const std::int64_t stats = (at.b * n.heads + at.h) * n.length + at.t;
-  if (lane == 0) deltas[stats] = delta;
-  const double row_lse = static_cast<double>(lse[stats]);
-  const std::int64_t keys = n.causal ? at.t + 1 : n.length;
-  double acc[kPerLane] = {};
-  for (std::int64_t base = 0; base < keys; base += kGroup) {
-    double s[kGroup], dp[kGroup];
-    for (int j = 0; j < kGroup; ++j) {
-      const bool in = base + j < keys;
-      s[j] = in ? partial_dot(qs, k, at.b, base + j, at.h, n.width, lane) : 0.0;
-      dp[j] = in ? partial_dot(gs, v, at.b, base + j, at.h, n.width, lane) : 0.0;
+  const BlockRows rows(n);
+  const bool mine = rows.t < n.length;
+  double* own_q = s.own + warp * n.width;
+  double* own_g = s.own2 + warp * n.width;
+  double* weights = s.w + warp * kTile;
+  double delta = 0.0, row_lse = 0.0;
+  if (mine) {
+    load_own(own_q, q, n, rows.b, rows.t, rows.h, lane);
+    load_own(own_g, g, n, rows.b, rows.t, rows.h, lane);
+    double partial = 0.0;
+    for (std::int64_t d = lane; d < n.width; d += kWarp) {
+      partial += own_g[d] * o.at(rows.b, rows.t, rows.h, d);
     }
-    warp_sums(s);
-    warp_sums(dp);
-    for (int j = 0; j < kGroup && base + j < keys; ++j) {
-      const double ds = exp(n.scale * s[j] - row_lse) * (dp[j] - delta);
-      for (int i = 0; i < kPerLane; ++i) {
-        const std::int64_t d = lane + i * kWarp;
-        if (d < n.width) acc[i] += ds * k.at(at.b, base + j, at.h, d);
-      }
-    }
+    delta = warp_sum(partial);
+    const std::int64_t stats = (rows.b * n.heads + rows.h) * n.length + rows.t;
+    if (lane == 0) deltas[stats] = delta;
+    row_lse = static_cast<double>(lse[stats]);
   }
-  store_lane(grad_q + ((at.b * n.length + at.t) * n.heads + at.h) * n.width, acc, n.scale,
+  __syncwarp();
+  const std::int64_t last = rows.first + kRowsPerBlock;
+  const std::int64_t keys_needed = n.causal ? (last < n.length ? last : n.length) : n.length;
+  const std::int64_t keys = n.causal ? rows.t + 1 : n.length;
+  double acc[kPerLane] = {};
+  for (std::int64_t start = 0; start < keys_needed; start += kTile) {
+    __syncthreads();
+    load_tile(s.a, k, n, rows.b, rows.h, start, s.pitch);
+    load_tile(s.b, v, n, rows.b, rows.h, start, s.pitch);
+    __syncthreads();
+    if (!mine || start >= keys) continue;
+    const std::int64_t u = start + lane;
+    double ds = 0.0;
+    if (u < keys) {
+      const double p = exp(n.scale * dot(own_q, s.a + lane * s.pitch, n.width) - row_lse);
+      ds = p * (dot(own_g, s.b + lane * s.pitch, n.width) - delta);
+    }
+    weights[lane] = ds;
+    __syncwarp();
+    const std::int64_t in_tile = keys - start < kTile ? keys - start : kTile;
+    add_rows(acc, weights, s.a, static_cast<int>(in_tile), s.pitch, n.width, lane);
+    __syncwarp();
+  }
+  if (!mine) return;
+  store_lane(grad_q + ((rows.b * n.length + rows.t) * n.heads + rows.h) * n.width, acc, n.scale,
              n.width, lane);
 }
 
@@ -199,38 +270,49 @@ template <typename T, int kPerLane>
 __global__ void attention_backward_keys(HeadsView<T> g, HeadsView<T> q, HeadsView<T> k,
                                         HeadsView<T> v, const T* lse, const double* deltas,
                                         Shape n, T* grad_k, T* grad_v) {
+  extern __shared__ double shared[];
+  const SharedLayout s(shared, n.width);
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const std::int64_t r = warp_row();
-  if (r >= n.batch * n.heads * n.length) return;
-  const Row at(r, n);  // at.t is the key's position here
-  double ks[kPerLane], vs[kPerLane];
-  load_lane(ks, k, at.b, at.t, at.h, n.width, lane);
-  load_lane(vs, v, at.b, at.t, at.h, n.width, lane);
-  const std::int64_t stats = (at.b * n.heads + at.h) * n.length;  // query t's lse, delta: + t
-  double acc_k[kPerLane] = {}, acc_v[kPerLane] = {};
-  for (std::int64_t base = n.causal ? at.t : 0; base < n.length; base += kGroup) {
-    double s[kGroup], dp[kGroup];
-    for (int j = 0; j < kGroup; ++j) {
-      const bool in = base + j < n.length;
-      s[j] = in ? partial_dot(ks, q, at.b, base + j, at.h, n.width, lane) : 0.0;
-      dp[j] = in ? partial_dot(vs, g, at.b, base + j, at.h, n.width, lane) : 0.0;
-    }
-    warp_sums(s);
-    warp_sums(dp);
-    for (int j = 0; j < kGroup && base + j < n.length; ++j) {
-      const std::int64_t t = base + j;
-      const double p = exp(n.scale * s[j] - static_cast<double>(lse[stats + t]));
-      const double ds = p * (dp[j] - deltas[stats + t]);
-      for (int i = 0; i < kPerLane; ++i) {
-        const std::int64_t d = lane + i * kWarp;
-        if (d < n.width) {
-          acc_v[i] += p * g.at(at.b, t, at.h, d);
-          acc_k[i] += ds * q.at(at.b, t, at.h, d);
-        }
-      }
-    }
+  const BlockRows rows(n);  // rows.t is this warp's key position
+  const bool mine = rows.t < n.length;
+  double* own_k = s.own + warp * n.width;
+  double* own_v = s.own2 + warp * n.width;
+  double* p_weights = s.w + warp * kTile;
+  double* ds_weights = s.w2 + warp * kTile;
+  if (mine) {
+    load_own(own_k, k, n, rows.b, rows.t, rows.h, lane);
+    load_own(own_v, v, n, rows.b, rows.t, rows.h, lane);
   }
-  const std::int64_t offset = ((at.b * n.length + at.t) * n.heads + at.h) * n.width;
+  __syncwarp();
+  const std::int64_t stats = (rows.b * n.heads + rows.h) * n.length;  // query t's: + t
+  // Queries that attend to any of the block's keys: from its first key on when causal.
+  const std::int64_t first_query = n.causal ? rows.first : 0;
+  const std::int64_t from = n.causal ? rows.t : 0;  // this warp's first query
+  double acc_k[kPerLane] = {}, acc_v[kPerLane] = {};
+  for (std::int64_t start = first_query; start < n.length; start += kTile) {
+    __syncthreads();
+    load_tile(s.a, q, n, rows.b, rows.h, start, s.pitch);
+    load_tile(s.b, g, n, rows.b, rows.h, start, s.pitch);
+    __syncthreads();
+    if (!mine || start + kTile <= from) continue;
+    const std::int64_t t = start + lane;
+    double p = 0.0, ds = 0.0;
+    if (t >= from && t < n.length) {
+      p = exp(n.scale * dot(own_k, s.a + lane * s.pitch, n.width) -
+              static_cast<double>(lse[stats + t]));
+      ds = p * (dot(own_v, s.b + lane * s.pitch, n.width) - deltas[stats + t]);
+    }
+    p_weights[lane] = p;
+    ds_weights[lane] = ds;
+    __syncwarp();
+    const std::int64_t in_tile = n.length - start < kTile ? n.length - start : kTile;
+    add_rows(acc_v, p_weights, s.b, static_cast<int>(in_tile), s.pitch, n.width, lane);
+    add_rows(acc_k, ds_weights, s.a, static_cast<int>(in_tile), s.pitch, n.width, lane);
+    __syncwarp();
+  }
+  if (!mine) return;
+  const std::int64_t offset = ((rows.b * n.length + rows.t) * n.heads + rows.h) * n.width;
   store_lane(grad_k + offset, acc_k, n.scale, n.width, lane);
   store_lane(grad_v + offset, acc_v, 1.0, n.width, lane);
 }
@@ -244,14 +326,24 @@ void by_head_width(std::int64_t width, Body&& body) {
   body.template operator()<8>();
 }
 
+// Launches `kernel` over the blocks of `n` with its dynamic shared memory, raising the kernel's
+// limit past the default 48 KB where D needs it (up to about 170 KB for D = 256).
+template <typename Kernel, typename... Args>
+void launch(Kernel kernel, const Shape& n, cudaStream_t stream, Args... args) {
+  const std::size_t bytes = shared_bytes(n.width);
+  if (bytes > 48 * 1024) {
+    GROVE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(bytes)));
+  }
+  const std::int64_t groups = (n.length + kRowsPerBlock - 1) / kRowsPerBlock;
+  kernel<<<static_cast<unsigned>(n.batch * n.heads * groups), kRowsPerBlock * kWarp, bytes,
+           stream>>>(args...);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
+
 Shape shape_of(const Tensor& q, const OpAttributes& attributes) {
   const AttentionAttributes a = AttentionAttributes::from(attributes);
   return {q.size(0), q.size(1), q.size(2), q.size(3), a.causal, a.scale};
-}
-
-unsigned row_blocks(const Shape& n) {
-  const std::int64_t rows = n.batch * n.heads * n.length;
-  return static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
 }
 
 template <typename T>
@@ -269,10 +361,9 @@ void attention(const OpCall& call, const OpOutputs& outputs) {
   cudaStream_t stream = stream_of(outputs[0]);
   dispatch_floating(q.dtype(), "attention", [&]<typename T>() {
     by_head_width(n.width, [&]<int kPerLane>() {
-      attention_forward<T, kPerLane><<<row_blocks(n), kRowsPerBlock * kWarp, 0, stream>>>(
-          heads_view<T>(q), heads_view<T>(call.input(1)), heads_view<T>(call.input(2)), n,
-          typed<T>(outputs[0]), typed<T>(outputs[1]));
-      GROVE_CUDA_CHECK(cudaGetLastError());
+      launch(attention_forward<T, kPerLane>, n, stream, heads_view<T>(q),
+             heads_view<T>(call.input(1)), heads_view<T>(call.input(2)), n, typed<T>(outputs[0]),
+             typed<T>(outputs[1]));
     });
   });
 }
@@ -291,15 +382,11 @@ void attention_backward(const OpCall& call, const OpOutputs& outputs) {
     const HeadsView<T> g = heads_view<T>(call.input(0)), qs = heads_view<T>(q);
     const HeadsView<T> ks = heads_view<T>(call.input(2)), vs = heads_view<T>(call.input(3));
     by_head_width(n.width, [&]<int kPerLane>() {
-      const unsigned blocks = row_blocks(n);
-      attention_backward_queries<T, kPerLane><<<blocks, kRowsPerBlock * kWarp, 0, stream>>>(
-          g, qs, ks, vs, heads_view<T>(call.input(4)), typed<const T>(lse), n,
-          typed<double>(deltas), typed<T>(outputs[0]));
-      GROVE_CUDA_CHECK(cudaGetLastError());
-      attention_backward_keys<T, kPerLane><<<blocks, kRowsPerBlock * kWarp, 0, stream>>>(
-          g, qs, ks, vs, typed<const T>(lse), typed<const double>(deltas), n,
-          typed<T>(outputs[1]), typed<T>(outputs[2]));
-      GROVE_CUDA_CHECK(cudaGetLastError());
+      launch(attention_backward_queries<T, kPerLane>, n, stream, g, qs, ks, vs,
+             heads_view<T>(call.input(4)), typed<const T>(lse), n, typed<double>(deltas),
+             typed<T>(outputs[0]));
+      launch(attention_backward_keys<T, kPerLane>, n, stream, g, qs, ks, vs, typed<const T>(lse),
+             typed<const double>(deltas), n, typed<T>(outputs[1]), typed<T>(outputs[2]));
     });
   });
   // lse's copy (if any) and deltas are freed after the launches, reused in stream order.

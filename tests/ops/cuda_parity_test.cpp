@@ -750,9 +750,10 @@ void add_layer_norm_rows(std::vector<Row>& rows) {
                   kLayerNorm});
 }
 
-// Both devices sum in double and round once; the GPU's online softmax rescales its running sums
-// (a different order and a few more roundings in double).
-constexpr ParityTolerances kAttention{1e-5, 1e-6, 1e-11, 1e-12};
+// The CPU multiplies in the inputs' precision (Eigen, as matmul), the GPU sums in double; the
+// backward's p (dp - delta) cancels, so float32 carries about 1e-5 of relative error (7e-5 at
+// worst measured on the GPT's shapes): matmul's float32 contract. float64: a few ulps.
+constexpr ParityTolerances kAttention{1e-4, 1e-5, 1e-11, 1e-12};
 
 void add_attention_rows(std::vector<Row>& rows) {
   // q, k, v (B, T, H, D); the backward's grad of that shape too.
