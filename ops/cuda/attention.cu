@@ -103,13 +103,19 @@ struct BlockRows {
   }
 };
 
-// Copies rows [start, start + kTile) of x (pair b, h) into `tile` (rows past T are not read).
+// Copies rows [start, start + kTile) of x (pair b, h) into `tile` (rows past T are not read):
+// warp w copies rows w, w + 8, ..., its lanes adjacent elements of each row. No division per
+// element: with one (a 64-bit one), the kernels spent most of their time on index arithmetic.
 template <typename T>
 __device__ void load_tile(double* tile, const HeadsView<T>& x, const Shape& n, std::int64_t b,
                           std::int64_t h, std::int64_t start, std::int64_t pitch) {
-  for (std::int64_t i = threadIdx.x; i < kTile * n.width; i += blockDim.x) {
-    const std::int64_t row = i / n.width, d = i % n.width;
-    if (start + row < n.length) tile[row * pitch + d] = x.at(b, start + row, h, d);
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const auto width = static_cast<int>(n.width);
+  for (int row = warp; row < kTile && start + row < n.length; row += kRowsPerBlock) {
+    const T* source = x.data + b * x.sb + (start + row) * x.st + h * x.sh;
+    double* target = tile + row * pitch;
+    for (int d = lane; d < width; d += kWarp) target[d] = static_cast<double>(source[d * x.sd]);
   }
 }
 
@@ -117,12 +123,15 @@ __device__ void load_tile(double* tile, const HeadsView<T>& x, const Shape& n, s
 template <typename T>
 __device__ void load_own(double* row, const HeadsView<T>& x, const Shape& n, std::int64_t b,
                          std::int64_t t, std::int64_t h, int lane) {
-  for (std::int64_t d = lane; d < n.width; d += kWarp) row[d] = x.at(b, t, h, d);
+  const T* source = x.data + b * x.sb + t * x.st + h * x.sh;
+  for (int d = lane; d < static_cast<int>(n.width); d += kWarp) {
+    row[d] = static_cast<double>(source[d * x.sd]);
+  }
 }
 
 __device__ inline double dot(const double* row, const double* tile_row, std::int64_t width) {
   double sum = 0.0;
-  for (std::int64_t d = 0; d < width; ++d) sum += row[d] * tile_row[d];
+  for (int d = 0; d < static_cast<int>(width); ++d) sum += row[d] * tile_row[d];
   return sum;
 }
 
@@ -151,11 +160,13 @@ __device__ void store_lane(T* row, const double (&values)[kPerLane], double fact
 template <int kPerLane>
 __device__ void add_rows(double (&acc)[kPerLane], const double* weights, const double* tile,
                          int rows, std::int64_t pitch, std::int64_t width, int lane) {
+  const auto row_pitch = static_cast<int>(pitch);
   for (int j = 0; j < rows; ++j) {
     const double weight = weights[j];
+    const double* row = tile + j * row_pitch;
     for (int i = 0; i < kPerLane; ++i) {
-      const std::int64_t d = lane + i * kWarp;
-      if (d < width) acc[i] += weight * tile[j * pitch + d];
+      const int d = lane + i * kWarp;
+      if (d < width) acc[i] += weight * row[d];
     }
   }
 }
