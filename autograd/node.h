@@ -76,8 +76,8 @@ class Node : public IntrusiveTarget {
   // Instead of apply(): adds the gradient of this node's only input into `slot`, the sum that
   // already reached that input (sole-owned and contiguous, of the input's sizes), and returns
   // true; or returns false, leaving `slot` alone, and the engine calls apply(). For gradients
-  // that are zero outside a view of the input (slice, select): see Note [Adding a view's
-  // gradient into the sum] in autograd/engine.cpp.
+  // that are zero outside a view of the input (slice, select), see
+  // Note [Adding a view's gradient into the sum] in autograd/engine.cpp.
   virtual bool add_into(Tensor& /*slot*/, const std::vector<Tensor>& /*grad_outputs*/) {
     return false;
   }

@@ -67,15 +67,9 @@
 //
 // Measured 2026-11-25, 2-core build machine (shared, 10-20% noise), CPU stream, us per step
 // (eager | graphed | graphed-step): mlp 872 | 1033 | 1026; cnn 34,192 | 46,516 | 47,094 (medians
-// of 3); gpt 102,301 | fails (below) | 104,539. gpt peak MiB, timed steps | warm-up: eager
-// 88 | 88; graphed-step 88 (+ 172 of graph pool) | 407.
-// Known failure: gpt/graphed stops in its first warm-up: "warm-up of graphed function 'gpt loss
-// forward': output 72 was neither allocated by the function nor is it one of its inputs". The
-// backward of slice (autograd/derived_node.cpp, DerivedKind::Slice) makes its zeros buffer with
-// zeros(), outside dispatch, so the trace holds it as a constant that the backward writes; the
-// partition (graphs/trace/partition.cpp) then saves written constants as forward outputs, and the
-// tree manager refuses an output the forward did not allocate. The whole-step graph has no
-// partition and runs.
+// of 3); gpt 102,301 | failed then (a slice's gradient buffer made outside dispatch, since
+// mended) | 104,539. gpt peak MiB, timed steps | warm-up: eager 88 | 88; graphed-step 88 (+ 172
+// of graph pool) | 407. Later figures: README's Performance section.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
