@@ -84,9 +84,9 @@ void remove_op_observer(OpObserver* observer) {
 
 namespace {
 
-// dispatch() and dispatch_into(): `destination` is null for the first.
+// dispatch() and dispatch_into(): `destinations` is empty for the first.
 OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
-                        const OpAttributes& attributes, const Tensor* destination) {
+                        const OpAttributes& attributes, std::span<const Tensor> destinations) {
   const OpCall call{entry.kind, inputs, attributes};
   // 1. What every op needs: as many inputs as it takes, defined and on one device.
   const InputCount count = input_count(entry.kind, attributes);
@@ -112,7 +112,7 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
   OpOutputs outputs;
   std::size_t written = 0;  // inputs written in place: [0, written)
   if (specs.in_place) {
-    GROVE_OP_CHECK(call, destination == nullptr,
+    GROVE_OP_CHECK(call, destinations.empty(),
                    "dispatch_into: the op writes its first input in place; it takes no "
                    "destination");
     written = in_place_writes(entry.kind, attributes);  // 1 but for optimizers
@@ -133,26 +133,34 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
     }
     notify_observers([&](OpObserver& observer) { observer.before_in_place(call); });
     outputs.push_back(inputs[0]);
-  } else if (destination != nullptr) {
-    GROVE_OP_CHECK(call, specs.count == 1, "dispatch_into: the op has ", specs.count,
-                   " outputs; only an op with one output can write into a destination");
-    const OutputSpecs::Spec& spec = specs.specs[0];
-    GROVE_OP_CHECK(call,
-                   destination->defined() && destination->sizes() == IntArrayRef(spec.sizes) &&
-                       destination->dtype() == spec.dtype &&
-                       destination->device() == specs.device && destination->is_contiguous(),
-                   "dispatch_into: the destination must be a contiguous ", spec.dtype,
-                   IntArrayRef(spec.sizes), " on ", specs.device, ", but got ",
-                   destination->defined() ? describe_tensor(*destination) : "undefined");
-    for (const Tensor& input : inputs) {
-      GROVE_OP_CHECK(call, !input.is_alias_of(*destination),
-                     "dispatch_into: the destination shares memory with an input");
-    }
-    outputs.push_back(*destination);
   } else {
+    GROVE_OP_CHECK(call, destinations.size() <= static_cast<std::size_t>(specs.count),
+                   "dispatch_into: the op has ", specs.count, " outputs, but got ",
+                   destinations.size(), " destinations");
     for (int i = 0; i < specs.count; ++i) {
       const OutputSpecs::Spec& spec = specs.specs[static_cast<std::size_t>(i)];
-      outputs.push_back(empty(spec.sizes, TensorOptions(spec.dtype).device(specs.device)));
+      const auto at = static_cast<std::size_t>(i);
+      if (at >= destinations.size() || !destinations[at].defined()) {
+        outputs.push_back(empty(spec.sizes, TensorOptions(spec.dtype).device(specs.device)));
+        continue;
+      }
+      const Tensor& destination = destinations[at];
+      GROVE_OP_CHECK(call,
+                     destination.sizes() == IntArrayRef(spec.sizes) &&
+                         destination.dtype() == spec.dtype &&
+                         destination.device() == specs.device && destination.is_contiguous(),
+                     "dispatch_into: destination ", i, " must be a contiguous ", spec.dtype,
+                     IntArrayRef(spec.sizes), " on ", specs.device, ", but got ",
+                     describe_tensor(destination));
+      for (const Tensor& input : inputs) {
+        GROVE_OP_CHECK(call, !input.is_alias_of(destination), "dispatch_into: destination ", i,
+                       " shares memory with an input");
+      }
+      for (std::size_t j = 0; j < at; ++j) {
+        GROVE_OP_CHECK(call, !destinations[j].defined() || !destinations[j].is_alias_of(destination),
+                       "dispatch_into: destinations ", j, " and ", i, " share memory");
+      }
+      outputs.push_back(destination);
     }
   }
   // 4. The kernel.
@@ -164,7 +172,9 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
     kernel(call, outputs);
   }
   for (std::size_t w = 0; w < written; ++w) inputs[w].bump_version();
-  if (destination != nullptr) destination->bump_version();
+  for (const Tensor& destination : destinations) {
+    if (destination.defined()) destination.bump_version();
+  }
   // 5. Observers (autograd, tracing).
   notify_observers([&](OpObserver& observer) { observer.on_op(call, outputs); });
   return outputs;
@@ -174,12 +184,12 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
 
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    const OpAttributes& attributes) {
-  return dispatch_impl(entry, inputs, attributes, nullptr);
+  return dispatch_impl(entry, inputs, attributes, {});
 }
 
 OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
-                        const OpAttributes& attributes, const Tensor& destination) {
-  return dispatch_impl(entry, inputs, attributes, &destination);
+                        const OpAttributes& attributes, std::span<const Tensor> destinations) {
+  return dispatch_impl(entry, inputs, attributes, destinations);
 }
 
 }  // namespace grove::ops

@@ -118,20 +118,32 @@ struct OpEntry {
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,
                    const OpAttributes& attributes);
 
-// dispatch() for an op with one output that is not in place, whose kernel writes that output
-// into `destination` instead of a new tensor; returns `destination` (its version bumped, as a
-// write bumps it). `destination` must have the output's sizes and dtype, be contiguous, live on
-// the op's device and share no memory with the inputs (checked). The interpreter uses it to let
+// dispatch() for an op that is not in place, whose kernel writes output i into destinations[i]
+// instead of a new tensor where that is defined (the others are allocated as usual); returns the
+// outputs, the destinations among them (their versions bumped, as a write bumps them). A
+// destination must have its output's sizes and dtype, be contiguous, live on the op's device and
+// share no memory with the inputs or another destination (checked). The interpreter uses it to let
 // an op write straight into the buffer that a later copy_ would have filled
 // (Note [Writing into the copy's target] in graphs/ir/interpreter.h). It is meant for work
 // recorded by no autograd: with grad mode on and an input that requires gradients, the
 // destination, an existing tensor, would take the op's history (call it under NoGradGuard).
 OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
-                        const OpAttributes& attributes, const Tensor& destination);
+                        const OpAttributes& attributes, std::span<const Tensor> destinations);
+// Output 0 into `destination`.
+inline OpOutputs dispatch_into(const OpEntry& entry, std::span<const Tensor> inputs,
+                               const OpAttributes& attributes, const Tensor& destination) {
+  return dispatch_into(entry, inputs, attributes, std::span<const Tensor>(&destination, 1));
+}
 inline OpOutputs dispatch_into(const OpEntry& entry, std::initializer_list<Tensor> inputs,
                                const OpAttributes& attributes, const Tensor& destination) {
   return dispatch_into(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes,
                        destination);
+}
+inline OpOutputs dispatch_into(const OpEntry& entry, std::initializer_list<Tensor> inputs,
+                               const OpAttributes& attributes,
+                               std::span<const Tensor> destinations) {
+  return dispatch_into(entry, std::span<const Tensor>(inputs.begin(), inputs.size()), attributes,
+                       destinations);
 }
 inline OpOutputs dispatch(const OpEntry& entry, std::initializer_list<Tensor> inputs,
                           const OpAttributes& attributes = {}) {

@@ -157,8 +157,7 @@ Interpreter::Interpreter(const Graph& graph)
 void Interpreter::plan_writes_into_targets(const std::vector<bool>& source_dead_after) {
   const Graph& graph = graph_;
   const std::size_t num_nodes = graph.nodes().size();
-  write_into_.assign(num_nodes, -1);
-  copy_done_by_.assign(num_nodes, -1);
+  write_into_.assign(num_nodes, {});
   std::vector<std::int64_t> producer(graph.values().size(), -1);
   for (std::size_t n = 0; n < num_nodes; ++n) {
     for (const ValueId output : graph.nodes()[n].outputs) {
@@ -188,8 +187,11 @@ void Interpreter::plan_writes_into_targets(const std::vector<bool>& source_dead_
         from.device == to.device && from.storage_offset == 0 && to.storage_offset == 0 &&
         IntArrayRef(from.strides) == IntArrayRef(contiguous_strides(from.sizes)) &&
         IntArrayRef(to.strides) == IntArrayRef(from.strides);
-    if (op.kind != NodeKind::Op || op.in_place || op.outputs.size() != 1 ||
-        write_into_[static_cast<std::size_t>(p)] >= 0 || !dense_alike) {
+    std::size_t output = 0;  // which of the op's outputs g is
+    while (output < op.outputs.size() && op.outputs[output] != source) ++output;
+    if (op.kind != NodeKind::Op || op.in_place || output >= op.outputs.size() ||
+        output >= ops::OutputSpecs::kMaxOutputs ||
+        write_into_[static_cast<std::size_t>(p)][output].target >= 0 || !dense_alike) {
       continue;
     }
     bool target_touched = false;  // read or written from the op up to the copy
@@ -199,8 +201,9 @@ void Interpreter::plan_writes_into_targets(const std::vector<bool>& source_dead_
       }
     }
     if (target_touched) continue;
-    write_into_[static_cast<std::size_t>(p)] = target;
-    copy_done_by_[w] = p;
+    // Two outputs of one op into one target: the second copy_ reads T, so target_touched
+    // refuses it above.
+    write_into_[static_cast<std::size_t>(p)][output] = {target, w};
     has_writes_into_ = true;
   }
 }
@@ -263,14 +266,25 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
             scratch_.push_back(value);
           }
         }
-        const ValueId target = write_into_[n];
-        const bool into = target >= 0 && writes_into_targets &&
-                          may_write_into(env[static_cast<std::size_t>(target)], storages);
+        // Note [Writing into the copy's target]: the targets this run may write into.
+        std::array<Tensor, ops::OutputSpecs::kMaxOutputs> targets;
+        std::size_t last_target = 0;  // one past the last output with a target
+        if (writes_into_targets) {
+          for (std::size_t o = 0; o < targets.size(); ++o) {
+            const WriteInto& write = write_into_[n][o];
+            if (write.target < 0) continue;
+            const Tensor& target = env[static_cast<std::size_t>(write.target)];
+            if (!may_write_into(target, storages)) continue;
+            targets[o] = target;
+            copy_done_[write.copy] = true;
+            last_target = o + 1;
+          }
+        }
         const ops::OpOutputs outputs =
-            into ? ops::dispatch_into(*entries_[n], scratch_, node.attributes,
-                                      env[static_cast<std::size_t>(target)])
-                 : ops::dispatch(*entries_[n], scratch_, node.attributes);
-        if (into) copy_done_[n] = true;
+            last_target > 0
+                ? ops::dispatch_into(*entries_[n], scratch_, node.attributes,
+                                     std::span<const Tensor>(targets.data(), last_target))
+                : ops::dispatch(*entries_[n], scratch_, node.attributes);
         scratch_.clear();  // the inputs read here for the last time die now
         for (std::size_t o = 0; o < node.outputs.size(); ++o) {
           env[static_cast<std::size_t>(node.outputs[o])] = outputs[o];
@@ -293,8 +307,7 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
       }
       case NodeKind::Write: {
         const Tensor& target = env[static_cast<std::size_t>(node.inputs[0])];
-        const std::int64_t producer = copy_done_by_[n];
-        if (producer >= 0 && copy_done_[static_cast<std::size_t>(producer)]) {
+        if (has_writes_into_ && copy_done_[n]) {
           // The producer wrote the target already (Note [Writing into the copy's target]).
         } else if (node.write == WriteKind::Copy) {
           target.copy_(env[static_cast<std::size_t>(node.inputs[1])]);

@@ -33,8 +33,9 @@
 // does not do. The interpreter instead runs the op that made g with `buffer` as its output
 // (ops::dispatch_into), and the copy does nothing, when that gives the same values everywhere:
 //   - the copy's target T is an input or a static input itself (not a view), so its memory
-//     exists before the op runs; the source g is the sole, contiguous result of an op that is
-//     not in place, with T's sizes, dtype and device;
+//     exists before the op runs; the source g is a contiguous result of an op that is not in
+//     place, with T's sizes, dtype and device (any of its outputs: a layer norm's backward
+//     writes its weight and bias gradients into two buffers);
 //   - no node from that op up to the copy reads or writes T's memory (the op's own inputs
 //     included): none can tell that T changed early;
 //   - nothing reads g's memory after the copy (g's readers before it read T, which holds g);
@@ -48,10 +49,12 @@
 // some of the step's writes happened.
 #pragma once
 
+#include <array>
 #include <span>
 #include <vector>
 
 #include "graphs/ir/graph.h"
+#include "ops/dispatch.h"
 
 namespace grove::graphs {
 
@@ -81,11 +84,14 @@ class Interpreter {
   std::vector<bool> constant_is_written_;
   std::vector<std::vector<std::size_t>> clone_before_;  // per node: written constants to copy
   std::vector<bool> copy_moves_;  // per node: a Copy whose source is dead after it (see above)
-  // Note [Writing into the copy's target]: per Op node, the target value it may write into
-  // (-1: none), and per node the Op node whose write replaced this copy_ (-1: none).
-  std::vector<ValueId> write_into_;
-  std::vector<std::int64_t> copy_done_by_;
-  std::vector<bool> copy_done_;  // per node, in a run: its producer wrote the target
+  // Note [Writing into the copy's target]: per Op node and output, the target value it may write
+  // into (-1: none) and the copy_ node that write replaces.
+  struct WriteInto {
+    ValueId target = -1;
+    std::size_t copy = 0;
+  };
+  std::vector<std::array<WriteInto, ops::OutputSpecs::kMaxOutputs>> write_into_;
+  std::vector<bool> copy_done_;  // per copy_ node, in a run: its producer wrote the target
   bool has_writes_into_ = false;  // some op may write into a copy's target
   std::vector<Tensor> scratch_;   // a node's inputs, reused from node to node
 };

@@ -9,6 +9,7 @@
 #include "op_test_util.h"
 #include "ops/attributes.h"
 #include "ops/elementwise.h"
+#include "ops/layer_norm.h"
 #include "ops/op_table.h"
 
 namespace grove::ops {
@@ -156,8 +157,9 @@ TEST(Dispatch, AnOpWithoutAKernelForTheDeviceIsAClearError) {
 }
 
 // dispatch_into: the kernel writes the destination, which is returned with its version bumped;
-// a destination of another shape, dtype or layout, one that shares memory with an input, or an
-// op with several outputs is refused before any kernel runs, and the message names what it got.
+// a destination of another shape, dtype or layout, one that shares memory with an input or
+// another destination, or more destinations than outputs are refused before any kernel runs, and
+// the message names what it got. An op with several outputs writes those it is given.
 TEST(Dispatch, DispatchIntoWritesTheDestinationOrRefusesClearly) {
   const OpEntry& add_entry = op_entry(OpKind::Add);
   const Tensor a = random_tensor({2, 3}, DType::Float32, -1.0, 1.0, 1);
@@ -173,7 +175,7 @@ TEST(Dispatch, DispatchIntoWritesTheDestinationOrRefusesClearly) {
   EXPECT_THAT(error_of([&] {
                 dispatch_into(add_entry, {a, b}, {}, zeros({3, 2}));
               }),
-              HasSubstr("dispatch_into: the destination must be a contiguous float32[2, 3] on "
+              HasSubstr("dispatch_into: destination 0 must be a contiguous float32[2, 3] on "
                         "cpu, but got float32[3, 2] on cpu"));
   EXPECT_THAT(error_of([&] {
                 dispatch_into(add_entry, {a, b}, {}, zeros({2, 3}, DType::Float64));
@@ -186,16 +188,42 @@ TEST(Dispatch, DispatchIntoWritesTheDestinationOrRefusesClearly) {
   EXPECT_THAT(error_of([&] {
                 dispatch_into(add_entry, {destination, b}, {}, destination);
               }),
-              HasSubstr("dispatch_into: the destination shares memory with an input"));
+              HasSubstr("dispatch_into: destination 0 shares memory with an input"));
   EXPECT_THAT(error_of([&] {
                 dispatch_into(op_entry(OpKind::AddInplace), {a, b}, {}, zeros({2, 3}));
               }),
               HasSubstr("dispatch_into: the op writes its first input in place"));
   EXPECT_EQ(destination.to_vector<float>(), untouched);
+  // max over rows: values and indices. Output 1 only, then both; output 0 is allocated when
+  // its destination is undefined.
   const OpAttributes max_over_rows = ReduceAttributes{.dims = {1}}.to_attributes();
-  EXPECT_THAT(
-      error_of([&] { dispatch_into(op_entry(OpKind::Max), {a}, max_over_rows, zeros({2})); }),
-      HasSubstr("dispatch_into: the op has 2 outputs"));
+  const OpOutputs expected = dispatch(op_entry(OpKind::Max), {a}, max_over_rows);
+  const Tensor indices = zeros({2}, DType::Int64);
+  const Tensor only_indices[] = {Tensor(), indices};
+  const OpOutputs some = dispatch_into(op_entry(OpKind::Max), {a}, max_over_rows, only_indices);
+  EXPECT_FALSE(some[0].is_alias_of(indices));
+  EXPECT_TRUE(some[1].is_alias_of(indices));
+  EXPECT_EQ(some[0].to_vector<float>(), expected[0].to_vector<float>());
+  EXPECT_EQ(indices.to_vector<std::int64_t>(), expected[1].to_vector<std::int64_t>());
+  const Tensor values = zeros({2});
+  const Tensor both[] = {values, indices};
+  const std::uint64_t indices_version = indices.version();
+  dispatch_into(op_entry(OpKind::Max), {a}, max_over_rows, both);
+  EXPECT_EQ(values.to_vector<float>(), expected[0].to_vector<float>());
+  EXPECT_EQ(indices.version(), indices_version + 1);
+  const Tensor three[] = {values, indices, zeros({2})};
+  EXPECT_THAT(error_of([&] { dispatch_into(op_entry(OpKind::Max), {a}, max_over_rows, three); }),
+              HasSubstr("dispatch_into: the op has 2 outputs, but got 3 destinations"));
+  // layer_norm_backward: grad_input, grad_weight, grad_bias; two destinations on one buffer.
+  const LayerNormResult stats = layer_norm_with_stats(a, {3});
+  const OpAttributes norm = LayerNormAttributes{{3}, 1e-5, false}.to_attributes();
+  const Tensor buffer = zeros({6});
+  const Tensor overlapping[] = {Tensor(), buffer.narrow(0, 0, 3), buffer.narrow(0, 3, 3)};
+  EXPECT_THAT(error_of([&] {
+                dispatch_into(op_entry(OpKind::LayerNormBackward), {b, a, stats.mean, stats.rstd},
+                              norm, overlapping);
+              }),
+              HasSubstr("dispatch_into: destinations 1 and 2 share memory"));
 }
 
 TEST(Dispatch, DescribeInputsNamesDtypesShapesAndScalars) {
