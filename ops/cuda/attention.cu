@@ -133,18 +133,11 @@ __device__ void load_own(T* row, const HeadsView<T>& x, const Shape& n, std::int
   }
 }
 
-// Four running sums (elements d, d + 1, d + 2, d + 3 of each group of four) added at the end:
-// one chain of dependent multiply-adds was the kernels' critical path.
 template <typename T>
 __device__ T dot(const T* row, const T* tile_row, std::int64_t width) {
-  const auto n = static_cast<int>(width);
-  T sums[4] = {};
-  int d = 0;
-  for (; d + 4 <= n; d += 4) {
-    for (int k = 0; k < 4; ++k) sums[k] += row[d + k] * tile_row[d + k];
-  }
-  for (; d < n; ++d) sums[0] += row[d] * tile_row[d];
-  return (sums[0] + sums[1]) + (sums[2] + sums[3]);
+  T sum = 0.0;
+  for (int d = 0; d < static_cast<int>(width); ++d) sum += row[d] * tile_row[d];
+  return sum;
 }
 
 template <typename T>
@@ -171,34 +164,18 @@ __device__ void store_lane(T* row, const T (&values)[kPerLane], T factor,
 }
 
 // acc[i] += sum over the tile's first `rows` rows j of weights[j] tile[j][lane + 32 i].
-// Even and odd rows go to two running sums, added into acc at the end (two dependent chains of
-// half the length).
 template <int kPerLane, typename T>
 __device__ void add_rows(T (&acc)[kPerLane], const T* weights, const T* tile,
                          int rows, std::int64_t pitch, std::int64_t width, int lane) {
   const auto row_pitch = static_cast<int>(pitch);
-  T odd[kPerLane] = {};
-  int j = 0;
-  for (; j + 2 <= rows; j += 2) {
-    const T w0 = weights[j], w1 = weights[j + 1];
-    const T* r0 = tile + j * row_pitch;
-    const T* r1 = r0 + row_pitch;
+  for (int j = 0; j < rows; ++j) {
+    const T weight = weights[j];
+    const T* row = tile + j * row_pitch;
     for (int i = 0; i < kPerLane; ++i) {
       const int d = lane + i * kWarp;
-      if (d < width) {
-        acc[i] += w0 * r0[d];
-        odd[i] += w1 * r1[d];
-      }
+      if (d < width) acc[i] += weight * row[d];
     }
   }
-  if (j < rows) {
-    const T* r0 = tile + j * row_pitch;
-    for (int i = 0; i < kPerLane; ++i) {
-      const int d = lane + i * kWarp;
-      if (d < width) acc[i] += weights[j] * r0[d];
-    }
-  }
-  for (int i = 0; i < kPerLane; ++i) acc[i] += odd[i];
 }
 
 template <typename T, int kPerLane>
