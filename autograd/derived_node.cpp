@@ -16,6 +16,17 @@ std::vector<Edge> one_edge(Edge edge) {
 
 }  // namespace
 
+// The view of `whole` (the source's sizes) that a slice's or select's gradient `grad` fills;
+// undefined for an empty slice.
+Tensor DerivedNode::view_of_grad(const Tensor& whole, const Tensor& grad) const {
+  if (kind_ == DerivedKind::Select) return whole.select(args_[0], args_[1]);  // dim, index
+  const std::int64_t dim = args_[0];  // Slice: dim, start, step
+  const std::int64_t start = args_[1];
+  const std::int64_t step = args_[2];
+  if (grad.size(dim) == 0) return Tensor();
+  return whole.slice(dim, start, start + (grad.size(dim) - 1) * step + 1, step);
+}
+
 DerivedNode::DerivedNode(DerivedKind kind, IntArrayRef args, TensorMeta source, Edge source_edge)
     : Node(1, one_edge(std::move(source_edge))),
       kind_(kind),
@@ -59,19 +70,11 @@ std::vector<Tensor> DerivedNode::apply(std::vector<Tensor>&& grad_outputs) {
       grads[0] = grad.permute(inverse);
       break;
     }
-    case DerivedKind::Slice: {  // args: dim, start, step
-      const std::int64_t dim = args_[0];
-      const std::int64_t start = args_[1];
-      const std::int64_t step = args_[2];
+    case DerivedKind::Slice:
+    case DerivedKind::Select: {
       Tensor result = zeros(source_.sizes, options);
-      const std::int64_t end = start + (grad.size(dim) - 1) * step + 1;
-      if (grad.size(dim) > 0) ops::copy_(result.slice(dim, start, end, step), grad);
-      grads[0] = result;
-      break;
-    }
-    case DerivedKind::Select: {  // args: dim, index
-      Tensor result = zeros(source_.sizes, options);
-      ops::copy_(result.select(args_[0], args_[1]), grad);
+      const Tensor view = view_of_grad(result, grad);
+      if (view.defined()) ops::copy_(view, grad);
       grads[0] = result;
       break;
     }
@@ -94,21 +97,10 @@ bool DerivedNode::add_into(Tensor& slot, const std::vector<Tensor>& grad_outputs
       slot.device() != grad.device()) {
     return false;
   }
-  switch (kind_) {
-    case DerivedKind::Slice: {  // args: dim, start, step
-      const std::int64_t dim = args_[0];
-      const std::int64_t start = args_[1];
-      const std::int64_t step = args_[2];
-      const std::int64_t end = start + (grad.size(dim) - 1) * step + 1;
-      if (grad.size(dim) > 0) ops::add_(slot.slice(dim, start, end, step), grad);
-      return true;
-    }
-    case DerivedKind::Select:  // args: dim, index
-      ops::add_(slot.select(args_[0], args_[1]), grad);
-      return true;
-    default:
-      return false;
-  }
+  if (kind_ != DerivedKind::Slice && kind_ != DerivedKind::Select) return false;
+  const Tensor view = view_of_grad(slot, grad);
+  if (view.defined()) ops::add_(view, grad);
+  return true;
 }
 
 }  // namespace grove::autograd

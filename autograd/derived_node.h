@@ -23,6 +23,8 @@ class DerivedNode final : public Node {
   std::string name() const override;
 
  private:
+  Tensor view_of_grad(const Tensor& whole, const Tensor& grad) const;
+
   DerivedKind kind_;
   DimVector args_;
   TensorMeta source_;

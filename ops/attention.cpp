@@ -3,6 +3,7 @@
 #include "ops/attention.h"
 
 #include <cmath>
+#include <utility>
 
 #include "ops/attributes.h"
 #include "ops/cpu/attention.h"
@@ -24,15 +25,15 @@ void check_heads(const OpCall& call, std::size_t first) {
   const char* names[] = {"q", "k", "v"};
   for (std::size_t i = 1; i < 3; ++i) {
     const Tensor& x = call.input(first + i);
-    GROVE_OP_CHECK(call, x.sizes() == q.sizes(), "expected ", names[i], " of q's shape ",
-                   q.sizes(), ", but got ", x.sizes(),
+    GROVE_OP_CHECK(call, x.sizes() == q.sizes(), "expected ", names[i], " of q's shape ", q.sizes(),
+                   ", but got ", x.sizes(),
                    " (self-attention: queries, keys and values of one sequence)");
-    GROVE_OP_CHECK(call, x.dtype() == q.dtype(), "expected ", names[i], " of q's dtype ",
-                   q.dtype(), ", but got ", x.dtype());
+    GROVE_OP_CHECK(call, x.dtype() == q.dtype(), "expected ", names[i], " of q's dtype ", q.dtype(),
+                   ", but got ", x.dtype());
   }
   const AttentionAttributes attributes = AttentionAttributes::from(call.attributes);
-  GROVE_OP_CHECK(call, std::isfinite(attributes.scale),
-                 "expected a finite scale, but got ", attributes.scale);
+  GROVE_OP_CHECK(call, std::isfinite(attributes.scale), "expected a finite scale, but got ",
+                 attributes.scale);
   if (q.device().is_cuda()) {
     GROVE_OP_CHECK(call, q.size(3) <= kCudaMaxHeadWidth, "on CUDA the head width D is at most ",
                    kCudaMaxHeadWidth, ", but got ", q.size(3),
@@ -52,12 +53,12 @@ void infer_attention(const OpCall& call, OutputSpecs& outputs) {
 void infer_attention_backward(const OpCall& call, OutputSpecs& outputs) {
   check_heads(call, 1);
   const Tensor& q = call.input(1);
-  const char* names[] = {"grad", "out"};
-  for (const std::size_t i : {std::size_t{0}, std::size_t{4}}) {
-    const Tensor& x = call.input(i);
-    GROVE_OP_CHECK(call, x.sizes() == q.sizes() && x.dtype() == q.dtype(), "expected ",
-                   names[i == 0 ? 0 : 1], " of q's shape and dtype ", q.dtype(), q.sizes(),
-                   ", but got ", x.dtype(), x.sizes());
+  const std::pair<std::size_t, const char*> like_q[] = {{0, "grad"}, {4, "out"}};
+  for (const auto& [index, name] : like_q) {
+    const Tensor& x = call.input(index);
+    GROVE_OP_CHECK(call, x.sizes() == q.sizes() && x.dtype() == q.dtype(), "expected ", name,
+                   " of q's shape and dtype ", q.dtype(), q.sizes(), ", but got ", x.dtype(),
+                   x.sizes());
   }
   const Tensor& lse = call.input(5);
   const DimVector lse_sizes{q.size(0), q.size(2), q.size(1)};

@@ -307,7 +307,8 @@ OpAttributes SgdAttributes::to_attributes() const {
 std::string SgdAttributes::describe() const {
   return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) +
          " momentum=" + real(momentum) + " weight_decay=" + real(weight_decay) +
-         " nesterov=" + boolean(nesterov) + (params != 1 ? " params=" + std::to_string(params) : "");
+         " nesterov=" + boolean(nesterov) +
+         (params != 1 ? " params=" + std::to_string(params) : "");
 }
 
 OpAttributes AdamwAttributes::to_attributes() const {

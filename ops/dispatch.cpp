@@ -157,7 +157,8 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
                        " shares memory with an input");
       }
       for (std::size_t j = 0; j < at; ++j) {
-        GROVE_OP_CHECK(call, !destinations[j].defined() || !destinations[j].is_alias_of(destination),
+        GROVE_OP_CHECK(call,
+                       !destinations[j].defined() || !destinations[j].is_alias_of(destination),
                        "dispatch_into: destinations ", j, " and ", i, " share memory");
       }
       outputs.push_back(destination);

@@ -299,9 +299,10 @@ Tensor relu_backward(const Tensor& grad, const Tensor& y) {
 
 std::span<const OpEntry> elementwise_entries() {
   static constexpr OpEntry kEntries[] = {
-      kAdd,  kSub,   kMul, kDiv,   kMaximum,    kMinimum, kEq,   kNe,   kLt,
-      kLe,   kGt,    kGe,  kWhere, kMaskedFill, kClamp,   kNeg,  kExp,  kLog,
-      kSqrt, kRsqrt, kPow, kAbs,   kTanh,       kSigmoid, kRelu, kGelu, kGeluBackward, kReluBackward};
+      kAdd,   kSub,  kMul,     kDiv,  kMaximum, kMinimum,      kEq,
+      kNe,    kLt,   kLe,      kGt,   kGe,      kWhere,        kMaskedFill,
+      kClamp, kNeg,  kExp,     kLog,  kSqrt,    kRsqrt,        kPow,
+      kAbs,   kTanh, kSigmoid, kRelu, kGelu,    kGeluBackward, kReluBackward};
   return kEntries;
 }
 

@@ -8,10 +8,10 @@
 // proj = Linear(embd, embd), so its parameters are "qkv.weight", "qkv.bias", "proj.weight",
 // "proj.bias". Buffer: "causal_mask", (block, block) bool, true above the diagonal (the future
 // positions masked out); forward does not read it (the op masks by position), it is kept for
-// code that inspects the module's buffers. The mask is a non-persistent buffer: to() moves it with the module,
-// but it is not in state_dict(), since it is rebuilt from `block` and checkpoints hold weights
-// only (PyTorch's reference harness keeps it in its state dict: load that with strict = false,
-// or drop the "causal_mask" entries first).
+// code that inspects the module's buffers. The mask is a non-persistent buffer: to() moves it with
+// the module, but it is not in state_dict(), since it is rebuilt from `block` and checkpoints hold
+// weights only (PyTorch's reference harness keeps it in its state dict: load that with
+// strict = false, or drop the "causal_mask" entries first).
 // Contract: as nn::Module (not thread-safe); forward allocates its output.
 #pragma once
 

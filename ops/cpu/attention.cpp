@@ -77,8 +77,7 @@ void scores(Matrix<T>& s, const Matrix<T>& q, const Matrix<T>& k, bool causal, T
 }
 
 template <typename T>
-void forward(Heads<T> qh, Heads<T> kh, Heads<T> vh, Sizes n, T* out, T* lse, bool causal,
-             T scale) {
+void forward(Heads<T> qh, Heads<T> kh, Heads<T> vh, Sizes n, T* out, T* lse, bool causal, T scale) {
 #pragma omp parallel for schedule(static) if (n.parallel())
   for (std::int64_t pair = 0; pair < n.pairs(); ++pair) {
     const std::int64_t b = pair / n.heads, h = pair % n.heads;

@@ -13,8 +13,8 @@
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/layer_norm.h"
-#include "ops/reduce.h"
 #include "ops/optim.h"
+#include "ops/reduce.h"
 #include "ops/softmax.h"
 
 namespace grove::graphs {
@@ -91,8 +91,7 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
                adamw_options);
       }
       if (!sgd && !scheduled) {
-        adamw_(p, p.grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step,
-               adamw_options);
+        adamw_(p, p.grad(), trainee.exp_avg[i], trainee.exp_avg_sq[i], trainee.step, adamw_options);
       }
     }
   }
@@ -292,9 +291,9 @@ TEST_F(CompileWholeStep, ALayerNormsParameterGradientsAreWrittenStraightIntoThei
       expect_equal(eager_bias.grad(), bias.grad(), "bias grad of step " + std::to_string(s));
       if (s == 2 || s == 3) {  // the warm-up and the recording run the graph's ops
         for (const Tensor& grad : {weight.grad(), bias.grad()}) {
-          EXPECT_NE(std::find(written.storages.begin(), written.storages.end(),
-                              grad.storage().get()),
-                    written.storages.end())
+          EXPECT_NE(
+              std::find(written.storages.begin(), written.storages.end(), grad.storage().get()),
+              written.storages.end())
               << "no op wrote a layer norm gradient's buffer in call " << s + 1;
         }
       }

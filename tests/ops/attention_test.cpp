@@ -25,12 +25,13 @@ struct Reference {
   std::vector<double> lse;
 };
 
-Reference reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                    double scale) {
+Reference reference(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double scale) {
   const std::int64_t B = q.size(0), T = q.size(1), H = q.size(2), D = q.size(3);
   const std::vector<double> qs = elements(q), ks = elements(k), vs = elements(v);
   auto at = [&](const std::vector<double>& x, std::int64_t b, std::int64_t t, std::int64_t h,
-                std::int64_t d) { return x[static_cast<std::size_t>(((b * T + t) * H + h) * D + d)]; };
+                std::int64_t d) {
+    return x[static_cast<std::size_t>(((b * T + t) * H + h) * D + d)];
+  };
   Reference r{std::vector<double>(static_cast<std::size_t>(B * T * H * D)),
               std::vector<double>(static_cast<std::size_t>(B * H * T))};
   for (std::int64_t b = 0; b < B; ++b) {
@@ -135,21 +136,26 @@ TEST(Attention, NonFiniteInputsPropagate) {
   EXPECT_TRUE(std::isnan(out[0])) << "all of row 0's scores are -inf";
   EXPECT_EQ(out[1], 2.0);
   k.view({2}).select(0, 0).fill_(std::numeric_limits<double>::quiet_NaN());
-  const std::vector<double> poisoned = elements(attention(zeros({1, 2, 1, 1}, DType::Float64), k,
-                                                         v, true, 1.0));
+  const std::vector<double> poisoned =
+      elements(attention(zeros({1, 2, 1, 1}, DType::Float64), k, v, true, 1.0));
   EXPECT_TRUE(std::isnan(poisoned[0]) && std::isnan(poisoned[1]));
 }
 
 TEST(Attention, ShapeAndDtypeErrors) {
   const Tensor q = zeros({2, 3, 2, 4});
-  EXPECT_THAT(testing::error_of([&] { attention(q.view({2, 3, 8}), q, q, true, 1.0); }),
+  EXPECT_THAT(testing::error_of([&] {
+                attention(q.view({2, 3, 8}), q, q, true, 1.0);
+              }),
               ::testing::HasSubstr("attention: expected q, k and v of shape (B, T, H, D), but q "
                                    "has 3 dims [2, 3, 8]"));
-  EXPECT_THAT(testing::error_of([&] { attention(q, zeros({2, 4, 2, 4}), q, true, 1.0); }),
+  EXPECT_THAT(testing::error_of([&] {
+                attention(q, zeros({2, 4, 2, 4}), q, true, 1.0);
+              }),
               ::testing::HasSubstr("expected k of q's shape [2, 3, 2, 4], but got [2, 4, 2, 4]"));
-  EXPECT_THAT(
-      testing::error_of([&] { attention(q, q, zeros({2, 3, 2, 4}, DType::Float64), true, 1.0); }),
-      ::testing::HasSubstr("expected v of q's dtype float32, but got float64"));
+  EXPECT_THAT(testing::error_of([&] {
+                attention(q, q, zeros({2, 3, 2, 4}, DType::Float64), true, 1.0);
+              }),
+              ::testing::HasSubstr("expected v of q's dtype float32, but got float64"));
   const Tensor ints = zeros({2, 3, 2, 4}, DType::Int64);
   EXPECT_THAT(testing::error_of([&] { attention(ints, ints, ints, true, 1.0); }),
               ::testing::HasSubstr("expected float32 or float64, but got int64"));

@@ -407,12 +407,14 @@ TEST(ReluBackward, PassesTheGradientWhereTheOutputIsPositive) {
 TEST(ReluBackward, IsTheDerivativeOfRelu) {
   const Tensor x = random_tensor({4, 6}, DType::Float64, -4, 4, 15);
   const Tensor grad = random_tensor({4, 6}, DType::Float64, -2, 2, 16);
-  expect_gradient(relu_backward(grad, relu(x)), [](const Tensor& t) { return relu(t); }, x, grad,
-                  "relu");
+  expect_gradient(
+      relu_backward(grad, relu(x)), [](const Tensor& t) { return relu(t); }, x, grad, "relu");
 }
 
 TEST(ReluBackward, ShapeAndDtypeErrors) {
-  EXPECT_THAT(error_of([] { relu_backward(zeros({3}), zeros({2, 3})); }),
+  EXPECT_THAT(error_of([] {
+                relu_backward(zeros({3}), zeros({2, 3}));
+              }),
               HasSubstr("relu_backward: expected grad of the input's shape [2, 3], but got [3]"));
   EXPECT_THAT(error_of([] { relu_backward(zeros({2}, DType::Int64), zeros({2}, DType::Int64)); }),
               HasSubstr("relu_backward: expected a floating-point input, but got int64"));
