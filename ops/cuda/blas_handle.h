@@ -36,6 +36,9 @@
 //     (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h);
 //   - the buffer is in no allocator pool, so no pool reuse, release or checkpoint can hand it
 //     to anyone else, and it outlives every graph.
+// cuDNN's convolutions on the stream use the same buffer when their workspace fits in it
+// (ops/cuda/conv_plans.cpp): the same ordering makes that safe, and a graph then keeps no
+// workspace of its own for them.
 // Limits: a graph launched on a stream other than its capture stream, unordered with the GEMMs
 // of that stream, would share the workspace unordered (grove never does this); each stream that
 // ever ran a GEMM keeps kWorkspaceBytes of device memory until the process exits.

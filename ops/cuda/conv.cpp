@@ -22,6 +22,7 @@ using convolution::run_convolution;
 using convolution::Scale;
 using convolution::tensor_descriptor;
 using convolution::workspace;
+using convolution::Workspace;
 
 void fill_zero(const Tensor& out) {
   GROVE_CUDA_CHECK(cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(),
@@ -69,10 +70,9 @@ void conv2d(const OpCall& call, const OpOutputs& outputs) {
   const Conv2dAttributes geometry = Conv2dAttributes::from(call.attributes);
   const ConvPlan& plan = find_plan(handle, Direction::Forward, out.dtype(), device, input.sizes(),
                                    weight.sizes(), out.sizes(), geometry, buffers, "conv2d");
-  const Tensor space = workspace(plan.workspace_bytes, device);
+  const Workspace space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::Forward, plan, plan.algorithm, buffers,
-                                    space.defined() ? space.data_ptr() : nullptr,
-                                    plan.workspace_bytes, scale));
+                                    space.data, plan.workspace_bytes, scale));
   if (bias.defined()) {
     GROVE_CUDNN_CHECK(cudnnAddTensor(handle, scale.one(), plan.bias, bias.data_ptr(), scale.one(),
                                      plan.output, out.data_ptr()));
@@ -96,10 +96,9 @@ void conv2d_backward_input(const OpCall& call, const OpOutputs& outputs) {
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardData, out.dtype(), device, out.sizes(), weight.sizes(),
                 grad.sizes(), geometry, buffers, "conv2d_backward_input");
-  const Tensor space = workspace(plan.workspace_bytes, device);
+  const Workspace space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardData, plan, plan.algorithm, buffers,
-                                    space.defined() ? space.data_ptr() : nullptr,
-                                    plan.workspace_bytes, scale));
+                                    space.data, plan.workspace_bytes, scale));
 }
 
 // grad: (N, O, Ho, Wo), input: (N, C, H, W) -> out: weight_sizes (O, C/G, kH, kW).
@@ -120,10 +119,9 @@ void conv2d_backward_weight(const OpCall& call, const OpOutputs& outputs) {
   const ConvPlan& plan =
       find_plan(handle, Direction::BackwardFilter, out.dtype(), device, input.sizes(), out.sizes(),
                 grad.sizes(), geometry, buffers, "conv2d_backward_weight");
-  const Tensor space = workspace(plan.workspace_bytes, device);
+  const Workspace space = workspace(plan.workspace_bytes, device);
   GROVE_CUDNN_CHECK(run_convolution(handle, Direction::BackwardFilter, plan, plan.algorithm,
-                                    buffers, space.defined() ? space.data_ptr() : nullptr,
-                                    plan.workspace_bytes, scale));
+                                    buffers, space.data, plan.workspace_bytes, scale));
 }
 
 }  // namespace grove::ops::cuda

@@ -25,8 +25,8 @@ std::size_t fastest(cudnnHandle_t handle, Direction direction, const ConvPlan& p
   constexpr std::int64_t kHoldMicroseconds = 1000;  // longer than queuing the runs takes
   std::size_t most = 0;
   for (const Usable& u : usable) most = std::max(most, u.bytes);
-  const Tensor space = workspace(most, device);
-  void* space_data = space.defined() ? space.data_ptr() : nullptr;
+  const Workspace space = workspace(most, device);
+  void* space_data = space.data;
   const Scale scale(dtype);
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
   const TimingEvents events;

@@ -33,9 +33,15 @@
 //   math type would allow TF32 tensor cores on Ampere and newer. With it on, CUDNN_DEFAULT_MATH
 //   (or the math type the heuristics name for the chosen algorithm). float64 ignores the switch.
 //   The switch is part of the key, so flipping it picks other plans.
-// - The workspace is a device tensor from the caching allocator, alive until the call is
-//   enqueued: the allocator's stream semantics keep the block from being reused before the
+// - The workspace is the stream's cuBLAS workspace (blas_workspace: 32 MiB on Hopper) when it is
+//   large enough; Note [cuBLAS workspaces and capture] in blas_handle.h holds for cuDNN too,
+//   since the stream runs its GEMMs and convolutions one at a time, in order, eager or
+//   replayed. Larger ones are a device tensor from the caching allocator, alive until the call
+//   is enqueued: the allocator's stream semantics keep the block from being reused before the
 //   stream has run the convolution, and during capture it comes from the capture's private pool.
+//   Before the shared workspace, the CNN's graphed step kept a segment per workspace size in its
+//   pool (24 and 34 MiB for workspaces of 22.6, 28.4 and 33.1 MiB), though only one is used at a
+//   time.
 #include "ops/cuda/conv_plans.h"
 
 #include <array>
@@ -48,6 +54,7 @@
 #include "core/cuda/cuda_device.h"
 #include "core/stream.h"
 #include "ops/conv.h"
+#include "ops/cuda/blas_handle.h"
 #include "ops/precision.h"
 
 namespace grove::ops::cuda::convolution {
@@ -82,10 +89,14 @@ cudnnTensorDescriptor_t tensor_descriptor(DType dtype, IntArrayRef sizes, const 
   return descriptor;
 }
 
-// A device buffer of `bytes` from the caching allocator (undefined for 0 bytes).
-Tensor workspace(std::size_t bytes, Device device) {
+Workspace workspace(std::size_t bytes, Device device) {
   if (bytes == 0) return {};
-  return empty({static_cast<std::int64_t>(bytes)}, TensorOptions(DType::Bool).device(device));
+  const BlasWorkspace shared = blas_workspace(current_stream(device));
+  if (bytes <= shared.bytes) return {Tensor(), shared.data};
+  Workspace own;
+  own.buffer = empty({static_cast<std::int64_t>(bytes)}, TensorOptions(DType::Bool).device(device));
+  own.data = own.buffer.data_ptr();
+  return own;
 }
 
 // Runs one convolution of `plan` with `algorithm` (the plan's convolution descriptor holds its

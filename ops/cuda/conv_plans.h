@@ -62,8 +62,15 @@ struct Usable {
 // A 4-d NCHW tensor descriptor of `sizes` (the caller destroys it). `op` names the op in errors.
 cudnnTensorDescriptor_t tensor_descriptor(DType dtype, IntArrayRef sizes, const char* op);
 
-// A device buffer of `bytes` from the caching allocator (undefined for 0 bytes).
-Tensor workspace(std::size_t bytes, Device device);
+// A convolution's scratch memory of `bytes` on the current stream of `device`: the stream's
+// library workspace (blas_workspace, ops/cuda/blas_handle.h) when it is large enough, else a
+// buffer from the caching allocator, which `buffer` keeps alive until the call is enqueued. See
+// Note [cuDNN convolution plans] in conv_plans.cpp. `data` is null for 0 bytes.
+struct Workspace {
+  Tensor buffer;  // undefined when the stream's workspace is used
+  void* data = nullptr;
+};
+Workspace workspace(std::size_t bytes, Device device);
 
 // Runs one convolution of `plan` with `algorithm` (the plan's convolution descriptor holds its
 // math type) on the handle's stream: out = conv(...) with alpha 1, beta 0.
