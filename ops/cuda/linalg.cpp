@@ -354,24 +354,23 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
   }
   auto [entry, inserted] = plans.try_emplace(key);
   LtPlan& plan = entry->second;
-  if (inserted) {
-    try {
-      const std::vector<cublasLtMatmulAlgo_t> candidates =
+  try {
+    std::vector<cublasLtMatmulAlgo_t> candidates;
+    if (inserted) {
+      candidates =
           build_plan(plan, call, key, handle, workspace.bytes, tf32, timed ? kCandidates : 1);
-      if (call.bias != nullptr) {
-        set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
-      }
-      if (candidates.size() > 1) {
-        plan.algo = fastest(plan, candidates, call, handle, workspace, cuda_stream);
-      }
-    } catch (...) {
-      plans.erase(entry);
-      throw;
     }
-  }
-  if (!plan.found) return false;
-  if (call.bias != nullptr) {
-    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+    if (!plan.found) return false;
+    // The bias is this call's: set on the plan before it runs, timed or not.
+    if (call.bias != nullptr) {
+      set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+    }
+    if (candidates.size() > 1) {
+      plan.algo = fastest(plan, candidates, call, handle, workspace, cuda_stream);
+    }
+  } catch (...) {
+    if (inserted) plans.erase(entry);  // a plan half made is not kept
+    throw;
   }
   GROVE_CUBLAS_CHECK(run_lt(plan, plan.algo, call, handle, workspace, cuda_stream));
   return true;

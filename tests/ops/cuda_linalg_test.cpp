@@ -32,17 +32,20 @@ void expect_parity(const Tensor& cpu_result, const Tensor& gpu_result, const std
   testing::expect_device_parity(cpu_result, gpu_result, what, {1e-4, 1e-5, 1e-12, 1e-12});
 }
 
-// Restores the TF32 switch when a test ends, whatever it set.
-class Tf32Guard {
+// Sets one of ops/precision.h's process-wide switches for a test and restores it at the end.
+template <bool (*kGet)(), void (*kSet)(bool)>
+class SwitchGuard {
  public:
-  explicit Tf32Guard(bool allow) : saved_(allow_tf32()) { set_allow_tf32(allow); }
-  ~Tf32Guard() { set_allow_tf32(saved_); }
-  Tf32Guard(const Tf32Guard&) = delete;
-  Tf32Guard& operator=(const Tf32Guard&) = delete;
+  explicit SwitchGuard(bool on) : saved_(kGet()) { kSet(on); }
+  ~SwitchGuard() { kSet(saved_); }
+  SwitchGuard(const SwitchGuard&) = delete;
+  SwitchGuard& operator=(const SwitchGuard&) = delete;
 
  private:
   bool saved_;
 };
+using Tf32Guard = SwitchGuard<allow_tf32, set_allow_tf32>;
+using MatmulBenchmarkGuard = SwitchGuard<matmul_benchmark, set_matmul_benchmark>;
 
 using BinaryOp = std::function<Tensor(const Tensor&, const Tensor&)>;
 
@@ -194,18 +197,6 @@ TEST(CudaLinalgTest, CapturedMatmulReplaysWithNewInputs) {
     expect_parity(step(a2, w, bias, b2), out, "replay with new inputs " + str(dtype));
   }
 }
-
-// Restores the matmul benchmark switch when a test ends.
-class MatmulBenchmarkGuard {
- public:
-  explicit MatmulBenchmarkGuard(bool on) : saved_(matmul_benchmark()) { set_matmul_benchmark(on); }
-  ~MatmulBenchmarkGuard() { set_matmul_benchmark(saved_); }
-  MatmulBenchmarkGuard(const MatmulBenchmarkGuard&) = delete;
-  MatmulBenchmarkGuard& operator=(const MatmulBenchmarkGuard&) = delete;
-
- private:
-  bool saved_;
-};
 
 // Note [Timing matmul kernels]: benchmark mode times cuBLASLt's candidates on the first call of
 // each shape and may keep another kernel than the heuristic's. The products of the models' shapes
