@@ -23,6 +23,9 @@
 #   SKIP_BUILD  1: do not configure or build
 #   RESULTS     where the outputs go (default $BUILD_DIR/compare_gpu): grove.json (Google
 #               Benchmark JSON), pytorch.log and jax.log (their JSON lines), and the logs
+#   GROVE_COMMIT  the commit to print for grove (default: git describe --always --dirty of the
+#               checkout, which ends in "-dirty" when the files differ from that commit, as in a
+#               copied tree whose history is older than its files)
 # The outputs the tables read: grove.json, pytorch.log, jax.log (lines that are not JSON objects
 # are ignored).
 set -euo pipefail
@@ -154,7 +157,8 @@ rm -f "$results"/grove.json "$results"/pytorch.log "$results"/jax.log
 echo "== machine ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 nvidia-smi -L || { echo "compare_gpu: no NVIDIA GPU is visible (nvidia-smi -L failed)" >&2; exit 1; }
 echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
-echo "grove: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?'); anchors: $anchors"
+commit=${GROVE_COMMIT:-$(git -C "$repo" describe --always --dirty 2>/dev/null || echo '?')}
+echo "grove: $commit; anchors: $anchors"
 
 if [[ ${SKIP_BUILD:-0} != 1 ]]; then
   echo "== building grove with CUDA in $build"
