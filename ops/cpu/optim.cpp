@@ -11,6 +11,22 @@
 namespace grove::ops::cpu {
 namespace {
 
+// Elements from which a contiguous update is spread over the OpenMP threads (each element is
+// updated alone, so threads change no value).
+constexpr std::int64_t kMinParallelElements = std::int64_t{1} << 15;
+
+// True if the run at `offset` is contiguous in all N operands (the usual parameter, gradient and
+// state tensors): then the update is one loop over plain pointers, which the compiler vectorises,
+// instead of a strided index per operand and element (measured: the mlp's SGD update took 8% of
+// its 2-thread CPU step that way).
+template <int N>
+bool contiguous_run(const StridedLoop<N>& loop) {
+  for (int i = 0; i < N; ++i) {
+    if (loop.strides[i][loop.ndim - 1] != 1) return false;
+  }
+  return true;
+}
+
 template <typename T>
 void sgd_typed(const OpCall& call) {
   const SgdCoefficients<T> fixed = sgd_coefficients<T>(call);
@@ -23,7 +39,21 @@ void sgd_typed(const OpCall& call) {
     SgdCoefficients<T> c = fixed;
     if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
     const int last = loop.ndim - 1;
+    const bool contiguous = contiguous_run(loop);
     for_each_run<3>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      if (contiguous) {
+        T* __restrict p = param + offset[0];
+        const T* __restrict g = grad + offset[1];
+        T* __restrict v = c.has_velocity ? velocity + offset[2] : nullptr;
+        if (v != nullptr) {
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+          for (std::int64_t j = 0; j < n; ++j) sgd_element(p[j], g[j], v + j, c);
+        } else {
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+          for (std::int64_t j = 0; j < n; ++j) sgd_element(p[j], g[j], static_cast<T*>(nullptr), c);
+        }
+        return;
+      }
       for (std::int64_t j = 0; j < n; ++j) {
         T* v = c.has_velocity ? velocity + offset[2] + j * loop.strides[2][last] : nullptr;
         sgd_element(param[offset[0] + j * loop.strides[0][last]],
@@ -55,7 +85,17 @@ void adamw_typed(const OpCall& call) {
     if (lr_tensor.data != nullptr) set_adamw_lr(coefficients, lr, weight_decay);
     set_adamw_step(coefficients, lr, beta1, beta2, read_step(step, step_dtype));
     const int last = loop.ndim - 1;
+    const bool contiguous = contiguous_run(loop);
     for_each_run<4>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+      if (contiguous) {
+        T* __restrict p = param + offset[0];
+        const T* __restrict g = grad + offset[1];
+        T* __restrict m = exp_avg + offset[2];
+        T* __restrict v = exp_avg_sq + offset[3];
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+        for (std::int64_t j = 0; j < n; ++j) adamw_element(p[j], g[j], m[j], v[j], coefficients);
+        return;
+      }
       for (std::int64_t j = 0; j < n; ++j) {
         adamw_element(param[offset[0] + j * loop.strides[0][last]],
                       grad[offset[1] + j * loop.strides[1][last]],
