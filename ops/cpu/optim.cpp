@@ -46,10 +46,11 @@ void sgd_typed(const OpCall& call) {
         const T* __restrict g = grad + offset[1];
         T* __restrict v = c.has_velocity ? velocity + offset[2] : nullptr;
         if (v != nullptr) {
-#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements) \
+    firstprivate(p, g, v, c)
           for (std::int64_t j = 0; j < n; ++j) sgd_element(p[j], g[j], v + j, c);
         } else {
-#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements) firstprivate(p, g, c)
           for (std::int64_t j = 0; j < n; ++j) sgd_element(p[j], g[j], static_cast<T*>(nullptr), c);
         }
         return;
@@ -92,7 +93,8 @@ void adamw_typed(const OpCall& call) {
         const T* __restrict g = grad + offset[1];
         T* __restrict m = exp_avg + offset[2];
         T* __restrict v = exp_avg_sq + offset[3];
-#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements)
+#pragma omp parallel for simd schedule(static) if (n >= kMinParallelElements) \
+    firstprivate(p, g, m, v, coefficients)
         for (std::int64_t j = 0; j < n; ++j) adamw_element(p[j], g[j], m[j], v[j], coefficients);
         return;
       }

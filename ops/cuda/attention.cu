@@ -12,7 +12,7 @@
 //   - its softmax weights are one exp per own row;
 //   - the warp then adds the tile rows' contributions into its outputs, lane l holding elements
 //     l, l + 32, ... of each own row (kPerLane of them: 1 for D <= 32, up to 8 for D = 256), each
-//     tile element read once for all of the warp's rows and the rows' weights in one read.
+//     tile element read once for all of the warp's rows, the rows' weights side by side.
 // Nothing of size T x T is stored. Sums are in the inputs' precision, as the CPU's (and
 // cuBLAS's float32 products), over d in order.
 //
@@ -117,7 +117,7 @@ Widths widths_of(std::int64_t width, int vec) {
 //   a, b      two tiles of kTile rows x pitch
 //   own, own2 the warps' own rows, warps x R rows x padded each
 //   w, w2     per warp, the tile rows' weights for its own rows: warps x kTile x R each, row j's
-//             R weights adjacent (one read)
+//             R weights side by side
 template <typename T, int R>
 struct SharedLayout {
   T *a, *b, *own, *own2, *w, *w2;
