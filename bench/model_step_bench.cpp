@@ -49,12 +49,17 @@
 //                     approaches us_per_step)
 //   host_us_per_step  cuda: host time to queue one step (no wait included)
 //   kernel_benchmark  cuda: 1 when the kernel benchmark modes were on (below)
+//   expandable_pools  1 when graph pools grew expandable segments (below)
 //
 // Kernel benchmark modes: on CUDA the suite turns on set_conv_benchmark (ops/conv.h) and
 // set_matmul_benchmark (ops/precision.h), so each convolution and float32 matrix product shape
 // runs the fastest of its library's candidate kernels, timed once during warm-up. The anchors run
 // PyTorch with its defaults (cudnn.benchmark off). --kernel_benchmark=0 keeps the libraries'
 // heuristic picks instead, for a like-for-like comparison of that setting.
+//
+// Graph pools grow expandable segments where the device can map memory
+// (Note [Expandable segments of a private pool] in core/caching_allocator.h);
+// --expandable_pools=0 gives them ordinary segments instead, to compare graph_pool_MiB.
 //
 // Run (a Release build; GPU cases need the CUDA build and a device):
 //   ./build/bench/model_step_bench --benchmark_filter=cpu
@@ -129,6 +134,7 @@ constexpr int kCudaStepsPerIteration = 25;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 bool kernel_benchmark = true;  // --kernel_benchmark (file comment)
+bool expandable_pools = true;  // --expandable_pools (file comment)
 
 // A model, its optimizer and one batch of random data on `device`.
 struct ModelSetup {
@@ -270,6 +276,7 @@ void time_steps(benchmark::State& state, Device device, StepMode mode, std::int6
   const double steps = static_cast<double>(state.iterations()) * steps_per_iteration;
   state.counters["us_per_step"] = wall_seconds * 1e6 / steps;
   if (!device.is_cpu()) state.counters["kernel_benchmark"] = kernel_benchmark ? 1 : 0;
+  state.counters["expandable_pools"] = expandable_pools ? 1 : 0;
   state.counters["samples_per_s"] = static_cast<double>(samples) * steps / wall_seconds;
   const AllocatorStats stats = allocator.stats();
   state.counters["peak_memory_MiB"] = static_cast<double>(stats.peak_allocated_bytes) / kMiB;
@@ -356,10 +363,11 @@ void register_cases() {
   }
 }
 
-// Takes --kernel_benchmark=0|1 out of argv (Google Benchmark refuses flags it does not know).
-bool kernel_benchmark_flag(int& argc, char** argv) {
-  const std::string flag = "--kernel_benchmark=";
-  bool on = true;
+// Takes --<name>=0|1 out of argv (Google Benchmark refuses flags it does not know); `fallback`
+// when absent.
+bool take_bool_flag(int& argc, char** argv, const std::string& name, bool fallback) {
+  const std::string flag = "--" + name + "=";
+  bool on = fallback;
   int kept = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string argument = argv[i];
@@ -369,7 +377,7 @@ bool kernel_benchmark_flag(int& argc, char** argv) {
     }
     const std::string value = argument.substr(flag.size());
     if (value != "0" && value != "1") {
-      std::fprintf(stderr, "model_step_bench: expected --kernel_benchmark=0 or 1, got '%s'\n",
+      std::fprintf(stderr, "model_step_bench: expected --%s=0 or 1, got '%s'\n", name.c_str(),
                    argument.c_str());
       std::exit(2);
     }
@@ -382,7 +390,10 @@ bool kernel_benchmark_flag(int& argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kernel_benchmark = kernel_benchmark_flag(argc, argv);
+  kernel_benchmark = take_bool_flag(argc, argv, "kernel_benchmark", true);
+  expandable_pools = take_bool_flag(argc, argv, "expandable_pools", true);
+  allocator_for(kCPU).set_expandable_segments(expandable_pools);
+  if (cuda_is_available()) allocator_for(cuda(0)).set_expandable_segments(expandable_pools);
   ops::set_conv_benchmark(kernel_benchmark);
   ops::set_matmul_benchmark(kernel_benchmark);
   register_cases();

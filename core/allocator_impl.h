@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -47,12 +48,29 @@ struct BlockOrder {
 };
 using BlockSet = std::set<CachingAllocator::Block*, BlockOrder>;
 
+// An expandable segment (Note [Expandable segments of a private pool]): `reserved` addresses
+// from `base`, of which the first `mapped` bytes are backed, by mappings of the sizes in
+// `mappings` in address order (each is unmapped as it was mapped). `first` is the segment's
+// first block, as in Impl::segments.
+struct CachingAllocator::Expandable {
+  Stream stream;
+  char* base = nullptr;
+  std::size_t reserved = 0;
+  std::size_t mapped = 0;
+  std::vector<std::size_t> mappings;
+  Block* first = nullptr;
+};
+
 struct CachingAllocator::Pool {
   PoolId id;
   BlockSet small_free;
   BlockSet large_free;
   int use_count = 0;
   std::size_t num_segments = 0;
+  std::vector<std::unique_ptr<Expandable>> expandables;  // at most one per stream
+
+  Expandable* expandable_on(Stream stream) const;
+  Expandable* expandable_starting_at(const Block* first) const;
 };
 
 struct CachingAllocator::Impl {
@@ -74,6 +92,12 @@ struct CachingAllocator::Impl {
   void split_if_worthwhile(Block* block, std::size_t size, BlockSet& bin);
   Block* new_segment(std::size_t segment_size, std::size_t requested, Stream stream, Pool* pool,
                      bool small);
+  // allocator_expandable.cpp: a free block of at least `size` bytes at the end of the pool's
+  // expandable segment on `stream`, grown (or made) for it; nullptr where expandable segments
+  // are off or unsupported, or the reserved addresses are used up.
+  Block* grow_expandable(Pool* pool, Stream stream, std::size_t size, std::size_t requested);
+  bool try_map(char* ptr, std::size_t nbytes);
+  void release_expandable(Expandable* segment);
   void* try_allocate_segment(std::size_t segment_size);
   bool capture_underway() const;  // a routed stream is capturing a graph
   // `pool`: the pool the allocation was for (named in the message when private).
@@ -119,6 +143,8 @@ struct CachingAllocator::Impl {
   std::vector<std::unordered_map<void*, Block*>::node_type> spare_allocated_nodes;
   AllocatorStats stats;
   std::size_t memory_limit = 0;
+  bool expandable_enabled = true;
+  std::optional<AllocatorBackend::AddressSpace> address_space;  // asked once, on first use
   std::uint64_t unknown_frees = 0;
 };
 

@@ -116,6 +116,7 @@ std::vector<SegmentInfo> Impl::snapshot_segments(const Pool* only) const {
     segment.stream = first->stream;
     segment.pool = first->pool->id;
     segment.is_small = first->is_small;
+    segment.expandable = first->pool->expandable_starting_at(first) != nullptr;
     for (const Block* block = first; block != nullptr; block = block->next) {
       segment.size += block->size;
       segment.blocks.push_back({reinterpret_cast<std::uintptr_t>(block->ptr), block->size,
@@ -177,7 +178,10 @@ CheckpointDelta CachingAllocator::set_checkpoint_pool_state(
     for (const Block* block = found->second; block != nullptr; block = block->next) {
       segment_size += block->size;
     }
-    GROVE_CHECK(segment_size == segment.size, "set_checkpoint_pool_state: segment at ",
+    // An expandable segment may have grown since; it never shrinks while its pool lives
+    // (Note [Expandable segments of a private pool]).
+    const bool grown = segment.expandable && segment_size > segment.size;
+    GROVE_CHECK(segment_size == segment.size || grown, "set_checkpoint_pool_state: segment at ",
                 format_pointer(reinterpret_cast<void*>(segment.address)), " has ", segment_size,
                 " bytes but the checkpoint says ", segment.size);
     wanted.emplace(segment.address, &segment);
@@ -228,12 +232,20 @@ CheckpointDelta CachingAllocator::set_checkpoint_pool_state(
 
     // Rebuild it from the checkpoint (or as one free block if the checkpoint predates it).
     auto found = wanted.find(address);
-    GROVE_INTERNAL_ASSERT(found == wanted.end() || found->second->size == segment_size);
+    GROVE_INTERNAL_ASSERT(found == wanted.end() || found->second->size <= segment_size);
     std::vector<BlockInfo> layout;
     if (found == wanted.end()) {
       layout.push_back({address, segment_size, 0, false});
     } else {
       layout = found->second->blocks;
+      // What an expandable segment grew by since the checkpoint is free, joined to a free last
+      // block (two free blocks are never neighbours).
+      const std::size_t growth = segment_size - found->second->size;
+      if (growth > 0 && !layout.back().allocated) {
+        layout.back().size += growth;
+      } else if (growth > 0) {
+        layout.push_back({address + found->second->size, growth, 0, false});
+      }
     }
     Block* prev = nullptr;
     for (const BlockInfo& info : layout) {

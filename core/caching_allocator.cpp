@@ -35,6 +35,7 @@ std::size_t segment_size_for(std::size_t size) {
 using Impl = CachingAllocator::Impl;
 using Block = CachingAllocator::Block;
 using Pool = CachingAllocator::Pool;
+using Expandable = CachingAllocator::Expandable;
 
 CachingAllocator::CachingAllocator(std::unique_ptr<AllocatorBackend> backend)
     : device_(backend->device()), impl_(std::make_unique<Impl>(std::move(backend))) {}
@@ -134,7 +135,9 @@ void* Impl::allocate(std::size_t nbytes, Stream stream) {
   if (block != nullptr) {
     ++stats.cache_hits;
   } else {
-    block = new_segment(segment_size_for(size), nbytes, stream, pool, small);
+    // Note [Expandable segments of a private pool]
+    if (!small) block = grow_expandable(pool, stream, size, nbytes);
+    if (block == nullptr) block = new_segment(segment_size_for(size), nbytes, stream, pool, small);
   }
   split_if_worthwhile(block, size, bin);
 
@@ -329,7 +332,11 @@ void Impl::free_block(Block* block) {
 
 void Impl::release_segment(Block* segment_block) {
   Pool* pool = segment_block->pool;
-  backend->free_segment(segment_block->ptr, segment_block->size);
+  if (Expandable* expandable = pool->expandable_starting_at(segment_block)) {
+    release_expandable(expandable);
+  } else {
+    backend->free_segment(segment_block->ptr, segment_block->size);
+  }
   segments.erase(reinterpret_cast<std::uintptr_t>(segment_block->ptr));
   --pool->num_segments;
   stats.reserved_bytes -= segment_block->size;
@@ -357,7 +364,11 @@ void Impl::release_free_segments(bool private_pools_too) {
 
 void Impl::release_all_segments() {
   for (auto& [address, block] : segments) {
-    backend->free_segment(block->ptr, block->size);
+    if (Expandable* expandable = block->pool->expandable_starting_at(block)) {
+      release_expandable(expandable);
+    } else {
+      backend->free_segment(block->ptr, block->size);
+    }
     for (Block* b = block; b != nullptr;) delete std::exchange(b, b->next);
   }
   segments.clear();

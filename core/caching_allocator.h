@@ -7,9 +7,11 @@
 // kSmallRequest (1 MiB) come from 2 MiB segments in the small bins; larger ones from the large
 // bins. Blocks are reused only by the stream they were allocated on
 // (Note [Stream reuse of cached blocks]). Private pools serve graph capture
-// (Note [Private pools during capture]).
+// (Note [Private pools during capture]); their large blocks come from one growable segment per
+// stream where the backend can map memory (Note [Expandable segments of a private pool]).
 //
-// What it is not: it never moves memory, and it does not defragment beyond coalescing.
+// What it is not: it never moves memory, and it does not defragment beyond coalescing (and, in
+// private pools, growing a segment in place).
 //
 // Thread safety: every public method takes the allocator's mutex; any thread may allocate and
 // free.
@@ -34,6 +36,25 @@
 // if they are replayed in the order they were captured; the graph-tree manager relies on this
 // and keeps the allocator's view of the pool right with checkpoints (see below). A pool lives
 // until release_pool() dropped its last use and its last block was freed.
+//
+// Note [Expandable segments of a private pool]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A caching allocator cannot join two segments: if a step frees a 14 MiB and a 20 MiB segment
+// and then asks for 33 MiB, it must take a third segment, and a graph pool keeps all three for
+// as long as its graphs may replay (the cnn's pool held 84 MiB against an eager peak of 69).
+// Where the backend can map memory into addresses reserved beforehand (cuMemAddressReserve and
+// cuMemMap on CUDA, mmap and mprotect on the CPU), a private pool's large requests on a stream
+// come instead from one *expandable segment*: a range of addresses as large as the device's
+// memory, reserved on the first large request, of which only a prefix is backed by memory.
+// When no free block fits, the segment grows at its end by just what is missing (rounded up
+// to the backend's granularity), and a free block at its end becomes part of the new one. So
+// the pool's memory is the highest address its blocks ever reached, not a sum of segments.
+// Growing needs no synchronisation and is allowed while a graph captures (mapping memory is
+// not stream work). The segment never shrinks while its pool lives: recorded graphs hold its
+// addresses. Checkpoints (below) treat the part grown after them as free.
+// Small requests keep their 2 MiB segments, the default pool its ordinary ones (its cache is
+// given back by empty_cache, segment by segment). set_expandable_segments(false) turns the
+// scheme off for pools' future growth, to compare the two.
 //
 // Note [Checkpointing a private pool]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -85,6 +106,22 @@ class AllocatorBackend {
   virtual std::uintptr_t record_event(Stream stream) = 0;
   virtual bool event_completed(std::uintptr_t event) = 0;
   virtual void destroy_event(std::uintptr_t event) = 0;
+
+  // Reserved addresses backed by memory on demand
+  // (Note [Expandable segments of a private pool]). A backend that cannot do it keeps the
+  // defaults: granularity 0, and the allocator never calls the other four.
+  struct AddressSpace {
+    std::size_t granularity = 0;   // map and unmap sizes and offsets are multiples of this
+    std::size_t reserve_size = 0;  // addresses to reserve for one segment
+  };
+  virtual AddressSpace address_space() { return {}; }
+  // nullptr if the addresses cannot be reserved.
+  virtual void* reserve_addresses(std::size_t /*nbytes*/) { return nullptr; }
+  // Backs [ptr, ptr + nbytes) with memory; false when the device has no memory left.
+  virtual bool map_memory(void* /*ptr*/, std::size_t /*nbytes*/) { return false; }
+  // Undoes one map_memory call exactly (same ptr and nbytes), once no work uses the memory.
+  virtual void unmap_memory(void* /*ptr*/, std::size_t /*nbytes*/) {}
+  virtual void release_addresses(void* /*ptr*/, std::size_t /*nbytes*/) {}
 };
 
 struct AllocatorStats {
@@ -114,6 +151,7 @@ struct SegmentInfo {
   Stream stream;
   PoolId pool;
   bool is_small = false;
+  bool expandable = false;        // Note [Expandable segments of a private pool]; size: mapped
   std::vector<BlockInfo> blocks;  // in address order, covering the segment exactly
 };
 
@@ -159,6 +197,11 @@ class CachingAllocator {
   void empty_cache();
   // Caps reserved bytes (0: no cap), so that out-of-memory can be provoked and tested.
   void set_memory_limit(std::size_t max_reserved_bytes);
+  // On by default where the backend supports it (Note [Expandable segments of a private pool]).
+  // Off, private pools take ordinary segments from then on; existing expandable segments stay
+  // and are still used for blocks they already hold.
+  void set_expandable_segments(bool enabled);
+  bool expandable_segments() const;  // enabled and supported by the backend
   AllocatorStats stats() const;
   void reset_peak_stats();
   // Every segment with its blocks; all of them, or only those of `pool` if given.
@@ -186,6 +229,7 @@ class CachingAllocator {
   // Internal types, defined in allocator_impl.h (public only so that the two source files of
   // the allocator can name them).
   struct Block;
+  struct Expandable;
   struct Pool;
   struct Impl;
 

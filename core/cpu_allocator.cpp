@@ -5,6 +5,9 @@
 #include <atomic>
 #include <cstdlib>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "core/caching_allocator.h"
 #include "core/cuda/cuda_backend.h"
 
@@ -26,6 +29,32 @@ class CpuBackend final : public AllocatorBackend {
   std::uintptr_t record_event(Stream /*stream*/) override { return 0; }
   bool event_completed(std::uintptr_t /*event*/) override { return true; }
   void destroy_event(std::uintptr_t /*event*/) override {}
+
+  // Note [Expandable segments of a private pool]: addresses reserved without access or swap
+  // (PROT_NONE, MAP_NORESERVE) as large as the machine's memory; mapping grants access, and the
+  // kernel backs pages as they are first touched.
+  AddressSpace address_space() override {
+    const long pages = sysconf(_SC_PHYS_PAGES);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return {};
+    return {kGranularity, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)};
+  }
+  void* reserve_addresses(std::size_t nbytes) override {
+    void* ptr = mmap(nullptr, nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return ptr == MAP_FAILED ? nullptr : ptr;
+  }
+  bool map_memory(void* ptr, std::size_t nbytes) override {
+    return mprotect(ptr, nbytes, PROT_READ | PROT_WRITE) == 0;
+  }
+  void unmap_memory(void* ptr, std::size_t nbytes) override {
+    // Gives the pages back and takes access away again (a stray use then faults).
+    madvise(ptr, nbytes, MADV_DONTNEED);
+    mprotect(ptr, nbytes, PROT_NONE);
+  }
+  void release_addresses(void* ptr, std::size_t nbytes) override { munmap(ptr, nbytes); }
+
+ private:
+  static constexpr std::size_t kGranularity = 2 << 20;  // as the small segments
 };
 
 constexpr int kMaxDevicesPerType = 16;

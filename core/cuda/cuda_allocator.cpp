@@ -5,12 +5,21 @@
 // reported as nullptr, so the caching allocator frees its cache, retries once, then throws
 // OutOfMemoryError with the numbers. Any other CUDA error throws at once.
 //
+// Private pools grow expandable segments (Note [Expandable segments of a private pool]) with the
+// driver's virtual memory calls: cuMemAddressReserve, then cuMemCreate + cuMemMap +
+// cuMemSetAccess per growth. They are looked up through the runtime
+// (cudaGetDriverEntryPointByVersion), so grove links no driver library and still starts on a
+// machine without one; a driver or device without them leaves pools on ordinary segments.
+//
 // Allocator calls may come while this thread captures a graph (the allocations of a capture go
 // to its private pool, Note [Private pools during capture]); they run in relaxed capture mode so
 // that thread-local capture does not refuse them. See RelaxedCaptureModeGuard.
+#include <cuda.h>  // the driver's types only; its functions come through DriverMemoryCalls
+
 #include <array>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "core/caching_allocator.h"
 #include "core/cuda/cuda_backend.h"
@@ -18,6 +27,56 @@
 
 namespace grove::cuda_backend {
 namespace {
+
+// The driver's virtual memory calls, or all null where the driver lacks one.
+struct DriverMemoryCalls {
+  decltype(&cuMemGetAllocationGranularity) granularity = nullptr;
+  decltype(&cuMemAddressReserve) reserve = nullptr;
+  decltype(&cuMemAddressFree) free_addresses = nullptr;
+  decltype(&cuMemCreate) create = nullptr;
+  decltype(&cuMemRelease) release = nullptr;
+  decltype(&cuMemMap) map = nullptr;
+  decltype(&cuMemUnmap) unmap = nullptr;
+  decltype(&cuMemSetAccess) set_access = nullptr;
+
+  bool complete() const {
+    return granularity && reserve && free_addresses && create && release && map && unmap &&
+           set_access;
+  }
+};
+
+const DriverMemoryCalls& driver_memory_calls() {
+  static const DriverMemoryCalls calls = [] {
+    DriverMemoryCalls found;
+    auto look_up = [](const char* name, auto& function) {
+      void* pointer = nullptr;
+      cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
+      // 12000: the ABI of these calls as of CUDA 12.0, unchanged since their introduction.
+      if (cudaGetDriverEntryPointByVersion(name, &pointer, 12000, cudaEnableDefault, &status) ==
+              cudaSuccess &&
+          status == cudaDriverEntryPointSuccess) {
+        function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(pointer);
+      } else {
+        (void)cudaGetLastError();
+      }
+    };
+    look_up("cuMemGetAllocationGranularity", found.granularity);
+    look_up("cuMemAddressReserve", found.reserve);
+    look_up("cuMemAddressFree", found.free_addresses);
+    look_up("cuMemCreate", found.create);
+    look_up("cuMemRelease", found.release);
+    look_up("cuMemMap", found.map);
+    look_up("cuMemUnmap", found.unmap);
+    look_up("cuMemSetAccess", found.set_access);
+    return found;
+  }();
+  return calls;
+}
+
+void check_driver(CUresult result, const char* call) {
+  GROVE_CHECK(result == CUDA_SUCCESS, "CUDA driver error ", static_cast<int>(result), " from ",
+              call, " (expandable segment of a graph pool)");
+}
 
 class CudaAllocatorBackend final : public AllocatorBackend {
  public:
@@ -78,8 +137,79 @@ class CudaAllocatorBackend final : public AllocatorBackend {
     GROVE_CUDA_CHECK(cudaEventDestroy(reinterpret_cast<cudaEvent_t>(event)));
   }
 
+  // Note [Expandable segments of a private pool].
+  AddressSpace address_space() override {
+    const DriverMemoryCalls& driver = driver_memory_calls();
+    if (!driver.complete()) return {};
+    DeviceGuard device_guard(device_);
+    RelaxedCaptureModeGuard mode_guard;
+    std::size_t granularity = 0;
+    const CUmemAllocationProp prop = allocation_properties();
+    if (driver.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+            CUDA_SUCCESS ||
+        granularity == 0) {
+      return {};
+    }
+    std::size_t free_bytes = 0, total_bytes = 0;
+    GROVE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    granularity_ = granularity;
+    return {granularity, total_bytes};
+  }
+
+  void* reserve_addresses(std::size_t nbytes) override {
+    CUdeviceptr ptr = 0;
+    if (driver_memory_calls().reserve(&ptr, nbytes, granularity_, 0, 0) != CUDA_SUCCESS) {
+      return nullptr;
+    }
+    return reinterpret_cast<void*>(ptr);
+  }
+
+  bool map_memory(void* ptr, std::size_t nbytes) override {
+    const DriverMemoryCalls& driver = driver_memory_calls();
+    DeviceGuard device_guard(device_);
+    RelaxedCaptureModeGuard mode_guard;
+    const CUmemAllocationProp prop = allocation_properties();
+    CUmemGenericAllocationHandle handle = 0;
+    const CUresult created = driver.create(&handle, nbytes, &prop, 0);
+    if (created == CUDA_ERROR_OUT_OF_MEMORY) return false;
+    check_driver(created, "cuMemCreate");
+    const auto address = reinterpret_cast<CUdeviceptr>(ptr);
+    const CUresult mapped = driver.map(address, nbytes, 0, handle, 0);
+    // The mapping keeps the memory alive from here on: unmapping it frees the memory.
+    check_driver(driver.release(handle), "cuMemRelease");
+    check_driver(mapped, "cuMemMap");
+    CUmemAccessDesc access{};
+    access.location = prop.location;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    check_driver(driver.set_access(address, nbytes, &access, 1), "cuMemSetAccess");
+    return true;
+  }
+
+  void unmap_memory(void* ptr, std::size_t nbytes) override {
+    DeviceGuard device_guard(device_);
+    RelaxedCaptureModeGuard mode_guard;
+    // Unlike cudaFree, cuMemUnmap does not wait for work that may still use the memory.
+    GROVE_CUDA_CHECK(cudaDeviceSynchronize());
+    check_driver(driver_memory_calls().unmap(reinterpret_cast<CUdeviceptr>(ptr), nbytes),
+                 "cuMemUnmap");
+  }
+
+  void release_addresses(void* ptr, std::size_t nbytes) override {
+    check_driver(driver_memory_calls().free_addresses(reinterpret_cast<CUdeviceptr>(ptr), nbytes),
+                 "cuMemAddressFree");
+  }
+
  private:
+  CUmemAllocationProp allocation_properties() const {
+    CUmemAllocationProp prop{};
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = device_.index;
+    return prop;
+  }
+
   Device device_;
+  std::size_t granularity_ = 0;  // set by address_space(), which the allocator asks first
 };
 
 }  // namespace

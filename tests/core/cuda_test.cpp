@@ -415,6 +415,51 @@ TEST(CudaCaptureTest, ReplayRunsTheCapturedCopiesWithNewInputs) {
   EXPECT_EQ(output.to_vector<double>(), (std::vector<double>{10, 20, -30, -30.5, 0.5, 0.5}));
 }
 
+// Note [Expandable segments of a private pool]: a capture maps memory for its pool's
+// expandable segment, and a request larger than either of two freed blocks takes both.
+TEST(CudaCaptureTest, ACaptureGrowsThePoolsExpandableSegment) {
+  SKIP_WITHOUT_GPU();
+  CachingAllocator& allocator = allocator_for(kGpu);
+  ASSERT_TRUE(allocator.expandable_segments())
+      << "the driver's virtual memory calls were not found";
+  const Stream stream = side_stream();
+  StreamGuard guard(stream);
+  const TensorOptions floats = TensorOptions(DType::Float32).device(kGpu);
+  const Tensor output = zeros({3}, floats);
+
+  DeviceGraph graph(kGpu);
+  graph.begin_capture(stream);
+  {
+    const Tensor first = empty({3 << 20}, floats);   // 12 MiB
+    const Tensor second = empty({2 << 20}, floats);  // 8 MiB, right after it
+    first.fill_(1.0);
+    second.fill_(2.0);
+    output.slice(0, 0, 1).copy_(first.slice(0, (3 << 20) - 1, 3 << 20));
+    output.slice(0, 1, 2).copy_(second.slice(0, (2 << 20) - 1, 2 << 20));
+  }  // both free, one block of 20 MiB within the pool
+  const Tensor third = empty({5 << 20}, floats);  // 20 MiB
+  third.fill_(3.0);
+  output.slice(0, 2, 3).copy_(third.slice(0, (5 << 20) - 1, 5 << 20));
+  graph.end_capture();
+
+  std::size_t expandable_bytes = 0;
+  int expandables = 0;
+  for (const SegmentInfo& segment : allocator.snapshot(graph.pool())) {
+    if (!segment.expandable) continue;
+    ++expandables;
+    expandable_bytes += segment.size;
+    EXPECT_EQ(segment.blocks.front().address, reinterpret_cast<std::uintptr_t>(third.data_ptr()));
+  }
+  EXPECT_EQ(expandables, 1);
+  EXPECT_EQ(expandable_bytes, 20 * kMiB);  // ordinary segments: 12 + 20 + 20 MiB
+
+  graph.replay();
+  EXPECT_EQ(output.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  output.fill_(0.0);
+  graph.replay();
+  EXPECT_EQ(output.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
 TEST(CudaCaptureTest, CaptureOnTheDefaultStream) {
   SKIP_WITHOUT_GPU();
   const Tensor output = zeros({4}, TensorOptions(DType::Int32).device(kGpu));
