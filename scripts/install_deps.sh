@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
-  dataset-fashion-mnist libcli11-dev nlohmann-json3-dev libgloo-dev python3)
+  dataset-fashion-mnist libcli11-dev nlohmann-json3-dev libgloo-dev libdnnl-dev python3)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||

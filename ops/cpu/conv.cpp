@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "ops/cpu/conv_dnnl.h"
 #include "ops/cpu/linalg.h"
 
 namespace grove::ops::cpu {
@@ -181,6 +182,16 @@ void launch_conv(const OpCall& call, const Tensor& out) {
   plan.shape = make_conv_shape(input.sizes(), weight.sizes(), out.sizes(),
                                Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
+  if constexpr (std::is_same_v<T, float>) {  // Note [Convolutions through oneDNN]
+    Tensor bias;
+    if (call.inputs.size() == 3) bias = call.input(2).contiguous();
+    if (dnnl_conv::launch(dnnl_conv::Pass::Forward, shape, input.data<float>(),
+                          weight.data<float>(),
+                          bias.defined() ? bias.data<float>() : nullptr, out.data<float>(),
+                          out.device())) {
+      return;
+    }
+  }
   const std::int64_t work =
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels();  // multiply-adds
   plan.threads = conv_threads(work, shape.batch);

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "ops/cpu/conv.h"
+#include "ops/cpu/conv_dnnl.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -71,6 +72,13 @@ void launch_input_grad(const OpCall& call, const Tensor& out) {
   plan.shape = make_conv_shape(out.sizes(), weight.sizes(), grad.sizes(),
                                Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
+  if constexpr (std::is_same_v<T, float>) {  // Note [Convolutions through oneDNN]
+    if (dnnl_conv::launch(dnnl_conv::Pass::BackwardInput, shape, grad.data<float>(),
+                          weight.data<float>(), nullptr, out.data<float>(),
+                          out.device())) {
+      return;
+    }
+  }
   plan.threads = conv_threads(
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels(), shape.batch);
   if (!shape.direct()) {
@@ -164,6 +172,13 @@ void launch_weight_grad(const OpCall& call, const Tensor& out) {
   plan.shape = make_conv_shape(input.sizes(), out.sizes(), grad.sizes(),
                                Conv2dAttributes::from(call.attributes));
   const ConvShape& shape = plan.shape;
+  if constexpr (std::is_same_v<T, float>) {  // Note [Convolutions through oneDNN]
+    if (dnnl_conv::launch(dnnl_conv::Pass::BackwardWeight, shape, grad.data<float>(),
+                          input.data<float>(), nullptr, out.data<float>(),
+                          out.device())) {
+      return;
+    }
+  }
   plan.chunks = std::max<std::int64_t>(1, std::min(shape.batch, kWeightChunks));
   plan.threads = conv_threads(
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels(), plan.chunks);

@@ -182,8 +182,8 @@ TEST_F(ExpandablePoolTest, EachStreamHasItsOwnSegment) {
   DataPtr on_graph = allocator->allocate(4 * kMiB, graph_stream);
   DataPtr on_other = allocator->allocate(4 * kMiB, other_stream);
   on_graph.free();
-  // The graph stream's free block is not reused by the other stream (Note [Stream reuse of
-  // cached blocks]); the other stream's segment grows instead.
+  // The graph stream's free block is not reused by the other stream
+  // (Note [Stream reuse of cached blocks]); the other stream's segment grows instead.
   DataPtr again = allocator->allocate(4 * kMiB, other_stream);
   EXPECT_EQ(address(again), address(on_other) + 4 * kMiB);
   EXPECT_EQ(backend->num_reservations(), 2u);
