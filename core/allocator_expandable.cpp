@@ -131,6 +131,11 @@ Block* Impl::grow_expandable(Pool* pool, Stream stream, std::size_t size, std::s
   return block;
 }
 
+bool Impl::can_release_now(const Block* segment_first) const {
+  return segment_first->pool->expandable_starting_at(segment_first) == nullptr ||
+         !capture_underway();
+}
+
 void Impl::release_expandable(Expandable* segment) {
   // Unmapped in reverse, each mapping as it was made.
   std::size_t offset = segment->mapped;

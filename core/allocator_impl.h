@@ -98,6 +98,10 @@ struct CachingAllocator::Impl {
   Block* grow_expandable(Pool* pool, Stream stream, std::size_t size, std::size_t requested);
   bool try_map(char* ptr, std::size_t nbytes);
   void release_expandable(Expandable* segment);
+  // False for an expandable segment while a graph captures: unmapping must first wait for the
+  // device, which a capture forbids. Such a segment stays with its released pool until a later
+  // empty_cache() (or an out-of-memory retry) finds no capture underway.
+  bool can_release_now(const Block* segment_first) const;
   void* try_allocate_segment(std::size_t segment_size);
   bool capture_underway() const;  // a routed stream is capturing a graph
   // `pool`: the pool the allocation was for (named in the message when private).

@@ -61,7 +61,8 @@ void CachingAllocator::release_pool(PoolId id) {
   // Give back the empty segments now; the others go when their last block is freed.
   std::vector<Block*> empty;
   for (auto& [address, block] : impl_->segments) {
-    if (block->pool == pool && block->state == BlockState::Free && block->next == nullptr) {
+    if (block->pool == pool && block->state == BlockState::Free && block->next == nullptr &&
+        impl_->can_release_now(block)) {
       empty.push_back(block);
     }
   }

@@ -322,7 +322,7 @@ void Impl::free_block(Block* block) {
   bin_insert(bin, block);
   Pool* pool = block->pool;
   if (pool->id.is_private() && pool->use_count == 0 && block->prev == nullptr &&
-      block->next == nullptr) {
+      block->next == nullptr && can_release_now(block)) {
     // A released pool gives its segments back as soon as they are empty.
     bin.erase(block);
     release_segment(block);
@@ -352,7 +352,7 @@ void Impl::release_free_segments(bool private_pools_too) {
         block->state == BlockState::Free && block->prev == nullptr && block->next == nullptr;
     const bool releasable =
         !block->pool->id.is_private() || private_pools_too || block->pool->use_count == 0;
-    if (whole_and_free && releasable) empty.push_back(block);
+    if (whole_and_free && releasable && can_release_now(block)) empty.push_back(block);
   }
   for (Block* block : empty) {
     Pool* pool = block->pool;

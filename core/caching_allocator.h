@@ -51,7 +51,10 @@
 // the pool's memory is the highest address its blocks ever reached, not a sum of segments.
 // Growing needs no synchronisation and is allowed while a graph captures (mapping memory is
 // not stream work). The segment never shrinks while its pool lives: recorded graphs hold its
-// addresses. Checkpoints (below) treat the part grown after them as free.
+// addresses. Checkpoints (below) treat the part grown after them as free. Giving it back must
+// first wait for the device (unmapping, unlike cudaFree, does not), which a capture forbids: a
+// released pool's segment that empties while a graph captures stays until a later
+// empty_cache().
 // Small requests keep their 2 MiB segments, the default pool its ordinary ones (its cache is
 // given back by empty_cache, segment by segment). set_expandable_segments(false) turns the
 // scheme off for pools' future growth, to compare the two.

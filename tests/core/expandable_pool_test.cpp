@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
+#include "core/device_graph.h"
 #include "core/storage.h"
+#include "core/stream.h"
 
 namespace grove {
 namespace {
@@ -225,6 +227,33 @@ TEST_F(ExpandablePoolTest, ReleasingThePoolUnmapsAndReleasesEverything) {
   EXPECT_EQ(backend->num_reservations(), 0u);
   EXPECT_EQ(allocator->stats().private_pool_bytes, 0u);
   EXPECT_EQ(allocator->stats().reserved_bytes, 0u);
+}
+
+TEST_F(ExpandablePoolTest, AnEmptySegmentOfAReleasedPoolWaitsOutACapture) {
+  DataPtr a = allocator->allocate(4 * kMiB, graph_stream);
+  allocator->end_allocate_to_pool(graph_stream, pool);
+  allocator->release_pool(pool);
+  routed = false;
+  released = true;
+  // Another graph captures on another stream, into a second pool of this allocator.
+  const Stream capture_stream = new_stream(kCPU);
+  DeviceGraph graph(kCPU);
+  graph.begin_capture(capture_stream);
+  const PoolId second = allocator->create_pool();
+  allocator->begin_allocate_to_pool(capture_stream, second);
+  a.free();
+  EXPECT_TRUE(allocator->pool_exists(pool));  // kept: unmapping now would wait for the device
+  EXPECT_EQ(backend->num_reservations(), 1u);
+  allocator->empty_cache();  // still capturing
+  EXPECT_EQ(backend->num_mappings(), 1u);
+  allocator->end_allocate_to_pool(capture_stream, second);
+  graph.end_capture();
+  allocator->release_pool(second);
+  allocator->empty_cache();
+  EXPECT_FALSE(allocator->pool_exists(pool));
+  EXPECT_EQ(backend->num_mappings(), 0u);
+  EXPECT_EQ(backend->num_reservations(), 0u);
+  release_stream(capture_stream);
 }
 
 TEST_F(ExpandablePoolTest, RunningOutOfMemoryThrowsAndLeavesNothingReserved) {
