@@ -12,6 +12,10 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+
+#ifdef GROVE_HAS_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include <type_traits>
 
 #include "core/strided_loop.h"
@@ -70,6 +74,33 @@ void multiply_any(const MatrixRef<const T>& a, const MatrixRef<const T>& b, Outp
   }
 }
 
+// Note [float32 GEMM through oneDNN]: c (+)= a @ b by dnnl_sgemm, or false (nothing written)
+// where this build has no oneDNN or oneDNN refuses the arguments.
+bool onednn_sgemm(const MatrixRef<const float>& a, const MatrixRef<const float>& b, float* c,
+                  std::int64_t ldc, bool accumulate) {
+#ifdef GROVE_HAS_DNNL
+  // Row-major BLAS: a row-major operand is read as is ('N'); a column-major one is the
+  // transpose of a row-major matrix with the same leading dimension ('T').
+  const dnnl_status_t status = dnnl_sgemm(
+      a.row_major ? 'N' : 'T', b.row_major ? 'N' : 'T', a.rows, b.cols, a.cols, 1.0f, a.data,
+      a.leading, b.data, b.leading, accumulate ? 1.0f : 0.0f, c, ldc);
+  return status == dnnl_success;
+#else
+  (void)a, (void)b, (void)c, (void)ldc, (void)accumulate;
+  return false;
+#endif
+}
+
+template <typename T>
+void multiply_fastest(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c,
+                      std::int64_t ldc, bool accumulate) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_sgemm(a, b, c, ldc, accumulate)) return;
+  }
+  OutputMap<T> out(c, a.rows, b.cols, Eigen::OuterStride<>(ldc));
+  multiply_any(a, b, out, accumulate);
+}
+
 }  // namespace
 
 template <typename T>
@@ -92,15 +123,14 @@ void gemm(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c, std::i
     if (!has_bias) out.setZero();
     return;
   }
-  multiply_any(a, b, out, has_bias);
+  multiply_fastest(a, b, c, ldc, has_bias);
 }
 
 template <typename T>
 void gemm_accumulate(const MatrixRef<const T>& a, const MatrixRef<const T>& b, T* c,
                      std::int64_t ldc) {
   if (a.rows == 0 || b.cols == 0 || a.cols == 0) return;
-  OutputMap<T> out(c, a.rows, b.cols, Eigen::OuterStride<>(ldc));
-  multiply_any(a, b, out, true);
+  multiply_fastest(a, b, c, ldc, true);
 }
 
 template void gemm<float>(const MatrixRef<const float>&, const MatrixRef<const float>&, float*,
