@@ -1,7 +1,9 @@
 // CPU kernels of conv2d and its backward ops (ops/conv.h), and the unfolding they share:
 // conv2d is im2col + GEMM (ops/cpu/conv.cpp), conv2d_backward_input GEMM + col2im and
 // conv2d_backward_weight im2col + GEMM (ops/cpu/conv_backward.cpp), one image at a time, images
-// spread over threads (Note [Threads in CPU GEMM] in ops/cpu/linalg.h).
+// spread over threads (Note [Threads in CPU GEMM] in ops/cpu/linalg.h). float32 convolutions
+// with one group go to oneDNN instead (Note [Convolutions through oneDNN] in
+// ops/cpu/conv_dnnl.h); these kernels serve the rest.
 #pragma once
 
 #include <omp.h>

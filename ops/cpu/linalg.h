@@ -1,6 +1,7 @@
 // CPU kernels of the linear algebra family (ops/linalg.h), and the GEMM building block that
-// other CPU kernels share (conv2d's im2col + GEMM): Eigen's GEMM over row- or column-major
-// Eigen::Map views of tensor memory, with grove's policy for threads.
+// other CPU kernels share (conv2d's im2col + GEMM): oneDNN's sgemm for float32
+// (Note [float32 GEMM through oneDNN]) and Eigen's GEMM for the rest, over row- or column-major
+// views of tensor memory, with grove's policy for threads.
 //
 // Note [Scratch copies before a CPU kernel]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

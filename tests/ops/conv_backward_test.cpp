@@ -105,6 +105,8 @@ const ConvBackwardCase kCases[] = {
     {"batch_0",              0, 3, 6,  6,  4, 3, 3, {1, 1, 1, 1, 1, 1, 1}},
     // More than kWeightChunks images: chunks of two images and of one.
     {"many_images",          19, 2, 4, 4,  2, 3, 3, {1, 1, 1, 1, 1, 1, 1}, kDense, kLarge},
+    {"many_images_strided",  37, 3, 9, 8,  4, 3, 3, {2, 2, 1, 1, 1, 1, 1}, kDense, kLarge},
+    {"many_images_dilated",  21, 2, 9, 9,  3, 3, 3, {1, 1, 2, 1, 2, 1, 1}, kDense, kLarge},
     // Above kMinParallelWork: images (or chunks) over threads, then one image with Eigen's threads.
     {"threaded",             4, 32, 14, 14, 64, 3, 3, {1, 1, 1, 1, 1, 1, 1}, kDense, kLarge},
     {"one_image_threaded",   1, 32, 14, 14, 64, 3, 3, {1, 1, 1, 1, 1, 1, 1}, kDense, kLarge},

@@ -96,6 +96,10 @@ const ConvCase kConvCases[] = {
     {"strided_1x1",         2, 3, 5,  4,  2, 1, 1, {1, 1, 0, 0, 1, 1, 1}, false, Layout::Strided},
     {"batch_0",             0, 3, 6,  6,  4, 3, 3, {1, 1, 1, 1, 1, 1, 1}, true},
     {"channels_0",          2, 0, 5,  5,  3, 3, 3, {1, 1, 1, 1, 1, 1, 1}, true},
+    // More than 16 images, not a multiple of 16: oneDNN's chunks of two and of three images
+    // (float32; Note [Convolutions through oneDNN]), strided and dilated.
+    {"many_images_strided", 37, 3, 9,  8,  4, 3, 3, {2, 2, 1, 1, 1, 1, 1}, true},
+    {"many_images_dilated", 21, 2, 9,  9,  3, 3, 3, {1, 1, 2, 1, 2, 1, 1}, false},
     // Above kMinParallelWork: images over threads, then one image with Eigen's threads.
     {"cnn_layer2_threaded", 4, 32, 14, 14, 64, 3, 3, {1, 1, 1, 1, 1, 1, 1}, true},
     {"one_image_threaded",  1, 32, 14, 14, 64, 3, 3, {1, 1, 1, 1, 1, 1, 1}, true},
