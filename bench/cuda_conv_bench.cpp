@@ -29,6 +29,25 @@
 // convolutions are not: layer 1 is 5-10x its memory floor (cuDNN's heuristic picks, plus a
 // separate bias pass), and the eager forward of layer 1 is host-bound (~37 us a call in cuDNN's
 // legacy API path) where the graph replays in 25 us.
+//
+// TF32 on, eager calls slower, replays faster (H200, 2026-11-27, medians of 3, heuristics' pick;
+// us per call, eager (host us per call) / graph-replayed (kernels per call), TF32 off -> on):
+//   layer 2 forward 46.9 (44.2) / 43.1 (2) -> 50.5 (49.7) / 26.4 (4);
+//   layer 2 backward input 84.6 (50.1) / 74.9 (4) -> 57.9 (57.1) / 25.3 (4);
+//   layer 2 backward weight 44.9 (44.1) / 36.0 (5) -> 62.6 (62.0) / 36.0 (5);
+//   layer 1 backward input 48.8 (36.5) / 45.9 (1) -> 79.2 (77.6) / 45.9 (6);
+//   layer 1 backward weight 53.9 (52.9) / 41.3 (5) -> 79.0 (76.6) / 64.1 (5).
+// With TF32 allowed, cuDNN's heuristics pick tensor-core engines that compute in NHWC: ncu of the
+// layer 2 forward shows two nchwToNhwcKernel launches (input and weight) before a TF32 implicit
+// GEMM of 16 us, where TF32 off runs one FFMA implicit GEMM of 37 us in NCHW; the bias add is a
+// second kernel either way. Eager calls at these sizes are host-bound (host time per call is
+// within 1-3 us of the wall time per call in every eager row but one), so each extra launch adds
+// its host cost, about 3-8 us in cuDNN, to the wall time, while the GPU work the tensor cores
+// save stays hidden behind the host. The one GPU-bound eager row, layer 2's input gradient with
+// TF32 off (84.6 us against 50.1 of host time), is faster eager with TF32 too. A replay has no host cost, so there the tensor cores win (43.1 -> 26.4
+// and 74.9 -> 25.3 us), except in layer 1's weight gradient (1 input channel), where the TF32
+// engine is slower on the GPU as well. So the anomaly is launch overhead, not slower kernels; it
+// goes away in graphed mode, where grove's models run their steps.
 // Run: ./build/bench/cuda_conv_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
