@@ -202,12 +202,20 @@ memory wrap(const memory::desc& desc, const void* ptr) {
   return memory(desc, cpu_engine(), const_cast<void*>(ptr));
 }
 
-void run_chunk(const Plan& plan, std::int64_t chunk, int thread, const void* shared_b) {
+// The weight as each primitive reads it (Forward, BackwardInput): the plain weight, or its
+// reorder, made once per call. The two chunk sizes' primitives may want different layouts.
+struct SharedWeights {
+  const void* small = nullptr;
+  const void* large = nullptr;
+};
+
+void run_chunk(const Plan& plan, std::int64_t chunk, int thread, SharedWeights weights) {
   static thread_local dnnl::stream stream(cpu_engine());
   const ConvShape& s = plan.shape;
   const std::int64_t begin = chunk_begin(plan, chunk);
   const std::int64_t images = chunk_begin(plan, chunk + 1) - begin;
-  const Primitive& p = images == s.batch / plan.chunks ? *plan.small : *plan.large;
+  const bool small = images == s.batch / plan.chunks;
+  const Primitive& p = small ? *plan.small : *plan.large;
   char* scratch = plan.scratch + thread * plan.thread_bytes;
   const std::int64_t input_image = s.channels * s.height * s.width;
   const std::int64_t output_image = s.out_channels * s.out_h * s.out_w;
@@ -230,7 +238,7 @@ void run_chunk(const Plan& plan, std::int64_t chunk, int thread, const void* sha
       b = used;
     }
   } else {
-    b = wrap(p.b_used, shared_b);
+    b = wrap(p.b_used, small ? weights.small : weights.large);
   }
   // out: the output or grad_input, per chunk; the weight gradient's chunk sum.
   float* out_plain = nullptr;
@@ -274,21 +282,28 @@ void run_chunk(const Plan& plan, std::int64_t chunk, int thread, const void* sha
   stream.wait();
 }
 
+// The weight in `p`'s layout: plan.b itself, or reordered into `target` (one thread: the weight
+// is small, and the reorder is then the same for any thread count).
+const void* weight_for(const Primitive* p, const Plan& plan, char* target) {
+  if (p == nullptr || !p->reorder_b) return plan.b;
+  ThreadsGuard one_thread(1);
+  static thread_local dnnl::stream stream(cpu_engine());
+  memory plain = wrap(p->b_plain, plan.b);
+  memory used = wrap(p->b_used, target);
+  p->b_in.execute(stream, plain, used);
+  stream.wait();
+  return target;
+}
+
 void run(const Plan& plan) {
-  // The weight, reordered once for every chunk (Forward, BackwardInput).
-  const void* shared_b = plan.b;
-  if (plan.pass != Pass::BackwardWeight && plan.small->reorder_b) {
-    ThreadsGuard one_thread(1);
-    static thread_local dnnl::stream stream(cpu_engine());
-    char* target = plan.scratch + plan.threads.threads * plan.thread_bytes;
-    memory used = wrap(plan.small->b_used, target);
-    memory plain = wrap(plan.small->b_plain, plan.b);
-    plan.small->b_in.execute(stream, plain, used);
-    stream.wait();
-    shared_b = target;
+  SharedWeights weights;
+  if (plan.pass != Pass::BackwardWeight) {
+    char* shared = plan.scratch + plan.threads.threads * plan.thread_bytes;
+    weights.small = weight_for(plan.small, plan, shared);
+    weights.large = weight_for(plan.large, plan, shared + plan.small->shared_b_bytes);
   }
   for_each_item(plan.threads, plan.chunks, [&](std::int64_t chunk, int thread) {
-    run_chunk(plan, chunk, thread, shared_b);
+    run_chunk(plan, chunk, thread, weights);
   });
   if (plan.partials != nullptr) {
     // The chunks' sums, added in chunk order: the same for every thread count.
@@ -337,8 +352,10 @@ bool launch(Pass pass, const ConvShape& shape, const float* a, const float* b, c
   const std::int64_t weight_elements = shape.out_channels * shape.unfolded_rows();
   const std::size_t partial_bytes =
       partial_sums ? aligned(plan.chunks * weight_elements * sizeof(float)) : 0;
-  const std::size_t scratch_bytes = plan.threads.threads * plan.thread_bytes +
-                                    plan.small->shared_b_bytes + partial_bytes;
+  const std::size_t shared_bytes =
+      plan.small->shared_b_bytes + (plan.large == nullptr ? 0 : plan.large->shared_b_bytes);
+  const std::size_t scratch_bytes =
+      plan.threads.threads * plan.thread_bytes + shared_bytes + partial_bytes;
   // Note [Scratch copies before a CPU kernel]: allocated before launch, dies after it.
   Tensor scratch;
   if (scratch_bytes > 0) {
