@@ -20,8 +20,8 @@ namespace grove::bench {
 // whole batch, so Google Benchmark's run length follows the wall clock; the counter us_per_call
 // is the figure to read. Also counted: host_us_per_call (eager: the host's time to launch a call,
 // no wait included; where it exceeds us_per_call's GPU time, the calls are host-bound) and
-// kernels_per_call (graphed: the graph's nodes over the calls captured). Returns the seconds per
-// call.
+// kernels_per_call (graphed: the graph's nodes over the calls captured; kernels, and any memset
+// or copy node). Returns the seconds per call.
 template <typename Call>
 double time_gpu(benchmark::State& state, bool graphed, int calls, Call call) {
   const Device device = cuda(0);

@@ -67,35 +67,38 @@ Block* Impl::grow_expandable(Pool* pool, Stream stream, std::size_t size, std::s
   const bool tail_free = tail != nullptr && tail->state == BlockState::Free;
   const std::size_t growth = round_up(size - (tail_free ? tail->size : 0), granularity);
 
-  bool made = false;
+  // A new segment joins the pool only once its first memory is mapped, so that a failure
+  // (out of memory, or a backend error thrown) leaves nothing half-made behind.
+  std::unique_ptr<Expandable> made;
   if (segment == nullptr) {
     const std::size_t reserve = round_up(address_space->reserve_size, granularity);
     if (growth > reserve) return nullptr;
     void* base = backend->reserve_addresses(reserve);
     if (base == nullptr) return nullptr;
-    auto owned = std::make_unique<Expandable>();
-    owned->stream = stream;
-    owned->base = static_cast<char*>(base);
-    owned->reserved = reserve;
-    segment = owned.get();
-    pool->expandables.push_back(std::move(owned));
-    made = true;
+    made = std::make_unique<Expandable>();
+    made->stream = stream;
+    made->base = static_cast<char*>(base);
+    made->reserved = reserve;
+    segment = made.get();
   } else if (segment->mapped + growth > segment->reserved) {
     return nullptr;  // an ordinary segment serves it
   }
 
   char* end = segment->base + segment->mapped;
-  bool ok = try_map(end, growth);
-  if (!ok && !capture_underway()) {
-    // As new_segment: give back the default pool's cache and try once more.
-    release_free_segments(/*private_pools_too=*/false);
+  bool ok = false;
+  try {
     ok = try_map(end, growth);
+    if (!ok && !capture_underway()) {
+      // As new_segment: give back the default pool's cache and try once more.
+      release_free_segments(/*private_pools_too=*/false);
+      ok = try_map(end, growth);
+    }
+  } catch (...) {
+    if (made) backend->release_addresses(made->base, made->reserved);
+    throw;
   }
   if (!ok) {
-    if (made) {
-      backend->release_addresses(segment->base, segment->reserved);
-      pool->expandables.pop_back();
-    }
+    if (made) backend->release_addresses(made->base, made->reserved);
     throw_out_of_memory(requested, growth, pool);
   }
   segment->mapped += growth;
@@ -106,6 +109,7 @@ Block* Impl::grow_expandable(Pool* pool, Stream stream, std::size_t size, std::s
   ++stats.num_segment_allocations;
 
   if (made) {
+    pool->expandables.push_back(std::move(made));
     auto* block = new Block;  // a segment's first block, as in new_segment
     block->ptr = segment->base;
     block->size = growth;

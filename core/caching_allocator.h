@@ -136,6 +136,8 @@ struct AllocatorStats {
   std::uint64_t num_allocations = 0;   // calls to allocate() that returned memory
   std::uint64_t num_frees = 0;
   std::uint64_t cache_hits = 0;  // allocations served from a cached block
+  // Calls that took memory from the backend: new segments, and each growth of an expandable
+  // segment (Note [Expandable segments of a private pool]); and segments given back whole.
   std::uint64_t num_segment_allocations = 0;
   std::uint64_t num_segment_frees = 0;
   std::uint64_t num_ooms = 0;

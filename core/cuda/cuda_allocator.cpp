@@ -157,6 +157,8 @@ class CudaAllocatorBackend final : public AllocatorBackend {
   }
 
   void* reserve_addresses(std::size_t nbytes) override {
+    DeviceGuard device_guard(device_);
+    RelaxedCaptureModeGuard mode_guard;
     CUdeviceptr ptr = 0;
     if (driver_memory_calls().reserve(&ptr, nbytes, granularity_, 0, 0) != CUDA_SUCCESS) {
       return nullptr;
@@ -177,11 +179,17 @@ class CudaAllocatorBackend final : public AllocatorBackend {
     const CUresult mapped = driver.map(address, nbytes, 0, handle, 0);
     // The mapping keeps the memory alive from here on: unmapping it frees the memory.
     check_driver(driver.release(handle), "cuMemRelease");
+    if (mapped == CUDA_ERROR_OUT_OF_MEMORY) return false;
     check_driver(mapped, "cuMemMap");
     CUmemAccessDesc access{};
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    check_driver(driver.set_access(address, nbytes, &access, 1), "cuMemSetAccess");
+    const CUresult accessible = driver.set_access(address, nbytes, &access, 1);
+    if (accessible != CUDA_SUCCESS) {
+      (void)driver.unmap(address, nbytes);  // nothing has used it: no wait needed
+      if (accessible == CUDA_ERROR_OUT_OF_MEMORY) return false;
+      check_driver(accessible, "cuMemSetAccess");
+    }
     return true;
   }
 
@@ -195,6 +203,8 @@ class CudaAllocatorBackend final : public AllocatorBackend {
   }
 
   void release_addresses(void* ptr, std::size_t nbytes) override {
+    DeviceGuard device_guard(device_);
+    RelaxedCaptureModeGuard mode_guard;
     check_driver(driver_memory_calls().free_addresses(reinterpret_cast<CUdeviceptr>(ptr), nbytes),
                  "cuMemAddressFree");
   }

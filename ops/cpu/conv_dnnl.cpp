@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -302,9 +303,18 @@ void run(const Plan& plan) {
     weights.small = weight_for(plan.small, plan, shared);
     weights.large = weight_for(plan.large, plan, shared + plan.small->shared_b_bytes);
   }
+  // An exception must not leave an OpenMP region: the first one is kept and rethrown after it.
+  std::exception_ptr error;
+  std::mutex error_mutex;
   for_each_item(plan.threads, plan.chunks, [&](std::int64_t chunk, int thread) {
-    run_chunk(plan, chunk, thread, weights);
+    try {
+      run_chunk(plan, chunk, thread, weights);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
   });
+  if (error) std::rethrow_exception(error);
   if (plan.partials != nullptr) {
     // The chunks' sums, added in chunk order: the same for every thread count.
     const std::int64_t n = plan.shape.out_channels * plan.shape.unfolded_rows();

@@ -50,7 +50,9 @@
 // the CPU it runs on (AVX-512 where there is one; Eigen's are compiled for the build's x86-64-v3,
 // AVX2). float64 products, and any call dnnl_sgemm refuses, stay with Eigen. dnnl_sgemm follows
 // the same thread rule as Eigen: omp_get_max_threads() threads outside an OpenMP team, one
-// inside. Measured on a 2-core AVX-512 machine, 2 threads, microseconds, dnnl_sgemm / Eigen:
+// inside. As with Eigen's, a product split over several threads may round differently from one
+// thread's (the sum over K may be cut), so float32 products agree across thread counts to
+// rounding, not bit for bit; a given thread count repeats its bits. Measured on a 2-core AVX-512 machine, 2 threads, microseconds, dnnl_sgemm / Eigen:
 // 128x784 @ 784x256 (the mlp's first layer) 123 / 207; 128x256 @ 256x256 46 / 73; the gpt's
 // 2048x384x128 430 / 787 and 2048x128x512 630 / 1063.
 #pragma once
