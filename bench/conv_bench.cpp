@@ -8,7 +8,11 @@
 // Measured (medians of 5 repetitions, 2-core AMD EPYC): with the default GROVE_MARCH=x86-64-v3,
 // layer 1 0.50 ms and layer 2 6.1 ms (116 and 151 GFLOP/s); with GROVE_MARCH empty (SSE2 Eigen
 // kernels, two runs, load average about 1), layer 1 1.11 / 1.90 ms (52 / 30 GFLOP/s), layer 2
-// 14.4 / 14.0 ms (64 / 66 GFLOP/s).
+// 14.4 / 14.0 ms (64 / 66 GFLOP/s). Those are the im2col + Eigen kernels, which now serve only
+// float64 and what oneDNN does not take: in a build with oneDNN
+// (Note [Convolutions through oneDNN] in ops/cpu/conv_dnnl.h) this float32 benchmark runs its
+// JIT convolutions: layer 1 0.56 -> 0.32 ms and layer 2 5.07 -> 1.94 ms (180 and 478 GFLOP/s;
+// 2-core AVX-512 machine, one run each, minutes apart, 2026-11-27).
 // Run: ./build/bench/conv_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 

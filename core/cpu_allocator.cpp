@@ -40,7 +40,8 @@ class CpuBackend final : public AllocatorBackend {
     return {kGranularity, static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size)};
   }
   void* reserve_addresses(std::size_t nbytes) override {
-    void* ptr = mmap(nullptr, nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* ptr =
+        mmap(nullptr, nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return ptr == MAP_FAILED ? nullptr : ptr;
   }
   bool map_memory(void* ptr, std::size_t nbytes) override {

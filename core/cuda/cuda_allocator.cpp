@@ -145,8 +145,7 @@ class CudaAllocatorBackend final : public AllocatorBackend {
     RelaxedCaptureModeGuard mode_guard;
     std::size_t granularity = 0;
     const CUmemAllocationProp prop = allocation_properties();
-    if (driver.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-            CUDA_SUCCESS ||
+    if (driver.granularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS ||
         granularity == 0) {
       return {};
     }

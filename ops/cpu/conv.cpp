@@ -186,9 +186,8 @@ void launch_conv(const OpCall& call, const Tensor& out) {
     Tensor bias;
     if (call.inputs.size() == 3) bias = call.input(2).contiguous();
     if (dnnl_conv::launch(dnnl_conv::Pass::Forward, shape, input.data<float>(),
-                          weight.data<float>(),
-                          bias.defined() ? bias.data<float>() : nullptr, out.data<float>(),
-                          out.device())) {
+                          weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                          out.data<float>(), out.device())) {
       return;
     }
   }

@@ -74,8 +74,7 @@ void launch_input_grad(const OpCall& call, const Tensor& out) {
   const ConvShape& shape = plan.shape;
   if constexpr (std::is_same_v<T, float>) {  // Note [Convolutions through oneDNN]
     if (dnnl_conv::launch(dnnl_conv::Pass::BackwardInput, shape, grad.data<float>(),
-                          weight.data<float>(), nullptr, out.data<float>(),
-                          out.device())) {
+                          weight.data<float>(), nullptr, out.data<float>(), out.device())) {
       return;
     }
   }
@@ -174,8 +173,7 @@ void launch_weight_grad(const OpCall& call, const Tensor& out) {
   const ConvShape& shape = plan.shape;
   if constexpr (std::is_same_v<T, float>) {  // Note [Convolutions through oneDNN]
     if (dnnl_conv::launch(dnnl_conv::Pass::BackwardWeight, shape, grad.data<float>(),
-                          input.data<float>(), nullptr, out.data<float>(),
-                          out.device())) {
+                          input.data<float>(), nullptr, out.data<float>(), out.device())) {
       return;
     }
   }

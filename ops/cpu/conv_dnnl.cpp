@@ -26,7 +26,9 @@ using Tag = memory::format_tag;
 constexpr std::int64_t kChunks = 16;
 constexpr std::size_t kAlign = 64;
 
-std::size_t aligned(std::size_t nbytes) { return (nbytes + kAlign - 1) / kAlign * kAlign; }
+std::size_t aligned(std::size_t nbytes) {
+  return (nbytes + kAlign - 1) / kAlign * kAlign;
+}
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -44,7 +46,7 @@ struct Primitive {
   bool reorder_a = false, reorder_b = false, reorder_out = false;
   // Offsets in one thread's scratch: a, b (BackwardWeight only), out, the primitive's own.
   std::size_t a_offset = 0, b_offset = 0, out_offset = 0, scratchpad_offset = 0;
-  std::size_t thread_bytes = 0;  // one thread's scratch
+  std::size_t thread_bytes = 0;    // one thread's scratch
   std::size_t shared_b_bytes = 0;  // the weight reordered once per call (Forward, BackwardInput)
 };
 
@@ -83,8 +85,8 @@ std::unique_ptr<Primitive> make_primitive(Pass pass, const ConvShape& s, std::in
 
   auto forward_desc = [&](bool bias) {
     return bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm,
-                                                  src_any, weight_any, bias_plain, dst_any,
-                                                  strides, dilates, left, right)
+                                                  src_any, weight_any, bias_plain, dst_any, strides,
+                                                  dilates, left, right)
                 : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, algorithm,
                                                   src_any, weight_any, dst_any, strides, dilates,
                                                   left, right);
@@ -117,9 +119,8 @@ std::unique_ptr<Primitive> make_primitive(Pass pass, const ConvShape& s, std::in
       }
       case Pass::BackwardWeight: {
         const dnnl::convolution_forward::primitive_desc hint(forward_desc(false), engine);
-        const dnnl::convolution_backward_weights::desc desc(algorithm, src_any, weight_any,
-                                                            dst_any, strides, dilates, left,
-                                                            right);
+        const dnnl::convolution_backward_weights::desc desc(algorithm, src_any, weight_any, dst_any,
+                                                            strides, dilates, left, right);
         const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, engine, hint);
         p.primitive = dnnl::convolution_backward_weights(pd);
         p.a_plain = dst_plain, p.a_used = pd.diff_dst_desc();
@@ -132,13 +133,13 @@ std::unique_ptr<Primitive> make_primitive(Pass pass, const ConvShape& s, std::in
     p.reorder_a = p.a_used != p.a_plain;
     p.reorder_b = p.b_used != p.b_plain;
     p.reorder_out = p.out_used != p.out_plain;
-    if (p.reorder_a) p.a_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, p.a_plain,
-                                                                          engine, p.a_used));
-    if (p.reorder_b) p.b_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, p.b_plain,
-                                                                          engine, p.b_used));
+    if (p.reorder_a)
+      p.a_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, p.a_plain, engine, p.a_used));
+    if (p.reorder_b)
+      p.b_in = dnnl::reorder(dnnl::reorder::primitive_desc(engine, p.b_plain, engine, p.b_used));
     if (p.reorder_out) {
-      p.out_back = dnnl::reorder(
-          dnnl::reorder::primitive_desc(engine, p.out_used, engine, p.out_plain));
+      p.out_back =
+          dnnl::reorder(dnnl::reorder::primitive_desc(engine, p.out_used, engine, p.out_plain));
     }
   } catch (const dnnl::error&) {
     return nullptr;
@@ -164,9 +165,23 @@ const Primitive* cached_primitive(Pass pass, const ConvShape& s, std::int64_t im
   using Key = std::array<std::int64_t, 17>;
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Primitive>> cache;
-  const Key key = {static_cast<std::int64_t>(pass), images, has_bias, s.channels, s.height,
-                   s.width, s.out_channels, s.kernel_h, s.kernel_w, s.out_h, s.out_w,
-                   s.stride_h, s.stride_w, s.padding_h, s.padding_w, s.dilation_h, s.dilation_w};
+  const Key key = {static_cast<std::int64_t>(pass),
+                   images,
+                   has_bias,
+                   s.channels,
+                   s.height,
+                   s.width,
+                   s.out_channels,
+                   s.kernel_h,
+                   s.kernel_w,
+                   s.out_h,
+                   s.out_w,
+                   s.stride_h,
+                   s.stride_w,
+                   s.padding_h,
+                   s.padding_w,
+                   s.dilation_h,
+                   s.dilation_w};
   std::lock_guard<std::mutex> lock(mutex);
   auto found = cache.find(key);
   if (found == cache.end()) {
@@ -190,9 +205,9 @@ struct Plan {
   const float* b = nullptr;
   const float* bias = nullptr;
   float* out = nullptr;
-  char* scratch = nullptr;     // threads x thread_bytes, then the shared weight
+  char* scratch = nullptr;  // threads x thread_bytes, then the shared weight
   std::size_t thread_bytes = 0;
-  float* partials = nullptr;   // BackwardWeight with several chunks: chunks x weight elements
+  float* partials = nullptr;  // BackwardWeight with several chunks: chunks x weight elements
 };
 
 std::int64_t chunk_begin(const Plan& plan, std::int64_t chunk) {
@@ -244,8 +259,12 @@ void run_chunk(const Plan& plan, std::int64_t chunk, int thread, SharedWeights w
   // out: the output or grad_input, per chunk; the weight gradient's chunk sum.
   float* out_plain = nullptr;
   switch (plan.pass) {
-    case Pass::Forward: out_plain = plan.out + begin * output_image; break;
-    case Pass::BackwardInput: out_plain = plan.out + begin * input_image; break;
+    case Pass::Forward:
+      out_plain = plan.out + begin * output_image;
+      break;
+    case Pass::BackwardInput:
+      out_plain = plan.out + begin * input_image;
+      break;
     case Pass::BackwardWeight:
       out_plain = plan.partials == nullptr
                       ? plan.out
@@ -356,8 +375,8 @@ bool launch(Pass pass, const ConvShape& shape, const float* a, const float* b, c
       shape.batch * shape.out_channels * shape.unfolded_rows() * shape.pixels();
   plan.threads = conv_threads(work, plan.chunks);
   plan.threads.parallel_gemm = false;  // one chunk per thread, oneDNN serial inside
-  plan.thread_bytes = std::max(plan.small->thread_bytes,
-                               plan.large == nullptr ? 0 : plan.large->thread_bytes);
+  plan.thread_bytes =
+      std::max(plan.small->thread_bytes, plan.large == nullptr ? 0 : plan.large->thread_bytes);
   const bool partial_sums = pass == Pass::BackwardWeight && plan.chunks > 1;
   const std::int64_t weight_elements = shape.out_channels * shape.unfolded_rows();
   const std::size_t partial_bytes =

@@ -81,9 +81,9 @@ bool onednn_sgemm(const MatrixRef<const float>& a, const MatrixRef<const float>&
 #ifdef GROVE_HAS_DNNL
   // Row-major BLAS: a row-major operand is read as is ('N'); a column-major one is the
   // transpose of a row-major matrix with the same leading dimension ('T').
-  const dnnl_status_t status = dnnl_sgemm(
-      a.row_major ? 'N' : 'T', b.row_major ? 'N' : 'T', a.rows, b.cols, a.cols, 1.0f, a.data,
-      a.leading, b.data, b.leading, accumulate ? 1.0f : 0.0f, c, ldc);
+  const dnnl_status_t status =
+      dnnl_sgemm(a.row_major ? 'N' : 'T', b.row_major ? 'N' : 'T', a.rows, b.cols, a.cols, 1.0f,
+                 a.data, a.leading, b.data, b.leading, accumulate ? 1.0f : 0.0f, c, ldc);
   return status == dnnl_success;
 #else
   (void)a, (void)b, (void)c, (void)ldc, (void)accumulate;

@@ -436,7 +436,7 @@ TEST(CudaCaptureTest, ACaptureGrowsThePoolsExpandableSegment) {
     second.fill_(2.0);
     output.slice(0, 0, 1).copy_(first.slice(0, (3 << 20) - 1, 3 << 20));
     output.slice(0, 1, 2).copy_(second.slice(0, (2 << 20) - 1, 2 << 20));
-  }  // both free, one block of 20 MiB within the pool
+  }                                               // both free, one block of 20 MiB within the pool
   const Tensor third = empty({5 << 20}, floats);  // 20 MiB
   third.fill_(3.0);
   output.slice(0, 2, 3).copy_(third.slice(0, (5 << 20) - 1, 5 << 20));

@@ -53,7 +53,8 @@ class MappingBackend final : public AllocatorBackend {
 
   AddressSpace address_space() override { return {kGranularity, kReserve}; }
   void* reserve_addresses(std::size_t nbytes) override {
-    void* ptr = mmap(nullptr, nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* ptr =
+        mmap(nullptr, nbytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (ptr == MAP_FAILED) return nullptr;
     reservations_.emplace(ptr, nbytes);
     return ptr;
