@@ -41,8 +41,12 @@ void CachingAllocator::set_expandable_segments(bool enabled) {
 
 bool CachingAllocator::expandable_segments() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (!impl_->address_space) impl_->address_space = impl_->backend->address_space();
-  return impl_->expandable_enabled && impl_->address_space->granularity != 0;
+  return impl_->expandable_enabled && impl_->space().granularity != 0;
+}
+
+const AllocatorBackend::AddressSpace& Impl::space() {
+  if (!address_space) address_space = backend->address_space();
+  return *address_space;
 }
 
 bool Impl::try_map(char* ptr, std::size_t nbytes) {
@@ -52,8 +56,7 @@ bool Impl::try_map(char* ptr, std::size_t nbytes) {
 
 Block* Impl::grow_expandable(Pool* pool, Stream stream, std::size_t size, std::size_t requested) {
   if (!expandable_enabled || !pool->id.is_private()) return nullptr;
-  if (!address_space) address_space = backend->address_space();
-  const std::size_t granularity = address_space->granularity;
+  const std::size_t granularity = space().granularity;
   if (granularity == 0) return nullptr;
 
   Expandable* segment = pool->expandable_on(stream);
@@ -71,7 +74,7 @@ Block* Impl::grow_expandable(Pool* pool, Stream stream, std::size_t size, std::s
   // (out of memory, or a backend error thrown) leaves nothing half-made behind.
   std::unique_ptr<Expandable> made;
   if (segment == nullptr) {
-    const std::size_t reserve = round_up(address_space->reserve_size, granularity);
+    const std::size_t reserve = round_up(space().reserve_size, granularity);
     if (growth > reserve) return nullptr;
     void* base = backend->reserve_addresses(reserve);
     if (base == nullptr) return nullptr;

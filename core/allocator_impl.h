@@ -96,6 +96,7 @@ struct CachingAllocator::Impl {
   // expandable segment on `stream`, grown (or made) for it; nullptr where expandable segments
   // are off or unsupported, or the reserved addresses are used up.
   Block* grow_expandable(Pool* pool, Stream stream, std::size_t size, std::size_t requested);
+  const AllocatorBackend::AddressSpace& space();  // the backend's, asked once
   bool try_map(char* ptr, std::size_t nbytes);
   void release_expandable(Expandable* segment);
   // False for an expandable segment while a graph captures: unmapping must first wait for the
@@ -148,7 +149,7 @@ struct CachingAllocator::Impl {
   AllocatorStats stats;
   std::size_t memory_limit = 0;
   bool expandable_enabled = true;
-  std::optional<AllocatorBackend::AddressSpace> address_space;  // asked once, on first use
+  std::optional<AllocatorBackend::AddressSpace> address_space;  // see space()
   std::uint64_t unknown_frees = 0;
 };
 

@@ -75,6 +75,7 @@ std::unique_ptr<Primitive> make_primitive(Pass pass, const ConvShape& s, std::in
   const memory::dims right = {
       right_padding(s.height, s.out_h, s.kernel_h, s.stride_h, s.padding_h, s.dilation_h),
       right_padding(s.width, s.out_w, s.kernel_w, s.stride_w, s.padding_w, s.dilation_w)};
+  if (right[0] < 0 || right[1] < 0) return nullptr;  // a stride leaves input rows unread
   const memory::desc src_any(src_dims, f32, Tag::any), weight_any(weight_dims, f32, Tag::any),
       dst_any(dst_dims, f32, Tag::any);
   const memory::desc src_plain(src_dims, f32, Tag::nchw), weight_plain(weight_dims, f32, Tag::oihw),
@@ -353,11 +354,6 @@ void run(const Plan& plan) {
 bool launch(Pass pass, const ConvShape& shape, const float* a, const float* b, const float* bias,
             float* out, Device device) {
   if (shape.groups != 1 || shape.batch == 0) return false;
-  const std::int64_t right_h = right_padding(shape.height, shape.out_h, shape.kernel_h,
-                                             shape.stride_h, shape.padding_h, shape.dilation_h);
-  const std::int64_t right_w = right_padding(shape.width, shape.out_w, shape.kernel_w,
-                                             shape.stride_w, shape.padding_w, shape.dilation_w);
-  if (right_h < 0 || right_w < 0) return false;
 
   Plan plan;
   plan.pass = pass;

@@ -3,9 +3,9 @@
 // blocks join new memory at its end, checkpoints see the growth as free, and releasing the pool
 // unmaps every mapping and the reserved addresses.
 //
-// Each test uses a fresh CachingAllocator over a backend that reserves host addresses with mmap
-// and maps them with mprotect, as the CPU backend does, and records every call so the tests can
-// check that nothing is left mapped or reserved.
+// Each test uses a fresh CachingAllocator over a backend (CountingBackend's segments, plus host
+// addresses reserved with mmap and mapped with mprotect, as the CPU backend does) that records
+// every call, so the tests can check that nothing is left mapped or reserved.
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
@@ -22,6 +22,7 @@
 #include "core/device_graph.h"
 #include "core/storage.h"
 #include "core/stream.h"
+#include "tests/core/counting_backend.h"
 
 namespace grove {
 namespace {
@@ -30,26 +31,14 @@ constexpr std::size_t kMiB = 1024 * 1024;
 constexpr std::size_t kGranularity = 2 * kMiB;
 constexpr std::size_t kReserve = 256 * kMiB;
 
-class MappingBackend final : public AllocatorBackend {
+// Ordinary segments as CountingBackend; reserved addresses mapped with mprotect, every call
+// recorded.
+class MappingBackend final : public testing::CountingBackend {
  public:
   ~MappingBackend() override {
-    EXPECT_TRUE(segments_.empty()) << segments_.size() << " segments were never freed";
     EXPECT_TRUE(mappings_.empty()) << mappings_.size() << " mappings were never unmapped";
     EXPECT_TRUE(reservations_.empty()) << reservations_.size() << " reservations never released";
   }
-  Device device() const override { return kCPU; }
-  void* allocate_segment(std::size_t nbytes) override {
-    void* ptr = std::aligned_alloc(64, nbytes);
-    if (ptr != nullptr) segments_.emplace(ptr, nbytes);
-    return ptr;
-  }
-  void free_segment(void* ptr, std::size_t /*nbytes*/) override {
-    EXPECT_EQ(segments_.erase(ptr), 1u) << "freed a segment the backend never gave out";
-    std::free(ptr);
-  }
-  std::uintptr_t record_event(Stream /*stream*/) override { return 0; }
-  bool event_completed(std::uintptr_t /*event*/) override { return true; }
-  void destroy_event(std::uintptr_t /*event*/) override {}
 
   AddressSpace address_space() override { return {kGranularity, kReserve}; }
   void* reserve_addresses(std::size_t nbytes) override {
@@ -83,14 +72,12 @@ class MappingBackend final : public AllocatorBackend {
     munmap(ptr, nbytes);
   }
 
-  std::size_t num_segments() const { return segments_.size(); }
   std::size_t num_mappings() const { return mappings_.size(); }
   std::size_t num_reservations() const { return reservations_.size(); }
   bool fail_maps = false;
   int maps = 0;
 
  private:
-  std::map<void*, std::size_t> segments_;
   std::map<void*, std::size_t> mappings_;
   std::map<void*, std::size_t> reservations_;
 };

@@ -20,6 +20,7 @@
 #include "core/caching_allocator.h"
 #include "core/format.h"
 #include "core/storage.h"
+#include "tests/core/counting_backend.h"
 
 namespace grove {
 namespace {
@@ -27,33 +28,7 @@ namespace {
 constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kMiB = 1024 * 1024;
 
-class CountingBackend final : public AllocatorBackend {
- public:
-  ~CountingBackend() override {
-    EXPECT_TRUE(segments_.empty()) << segments_.size() << " segments were never freed";
-    for (auto& [ptr, size] : segments_) std::free(ptr);
-  }
-  Device device() const override { return kCPU; }
-  void* allocate_segment(std::size_t nbytes) override {
-    void* ptr = std::aligned_alloc(64, nbytes);
-    if (ptr != nullptr) segments_.emplace(ptr, nbytes);
-    return ptr;
-  }
-  void free_segment(void* ptr, std::size_t /*nbytes*/) override {
-    EXPECT_EQ(segments_.erase(ptr), 1u) << "freed a segment the backend never gave out";
-    std::free(ptr);
-    ++segment_frees;
-  }
-  std::uintptr_t record_event(Stream /*stream*/) override { return 0; }
-  bool event_completed(std::uintptr_t /*event*/) override { return true; }
-  void destroy_event(std::uintptr_t /*event*/) override {}
-
-  std::size_t num_segments() const { return segments_.size(); }
-  int segment_frees = 0;
-
- private:
-  std::map<void*, std::size_t> segments_;
-};
+using testing::CountingBackend;
 
 ::testing::AssertionResult has_substr(const std::string& text, const std::string& part) {
   if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
