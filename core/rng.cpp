@@ -4,6 +4,7 @@
 
 #include <array>
 #include <memory>
+#include <vector>
 
 #include "core/error.h"
 
@@ -62,31 +63,53 @@ void Generator::set_offset(std::uint64_t offset) {
   offset_ = offset;
 }
 
-PhiloxArgs Generator::reserve(std::uint64_t counters) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (capture_cell_ != nullptr) {
-    PhiloxArgs args{0, capture_offset_, capture_cell_};
-    capture_offset_ += counters;
-    return args;
+namespace {
+
+// This thread's captures in progress, one per generator (see the Note).
+struct CaptureState {
+  const Generator* generator;
+  PhiloxCell* cell;
+  std::uint64_t counters;  // reserved so far, relative to the cell
+};
+thread_local std::vector<CaptureState> captures_on_this_thread;
+
+CaptureState* capture_of(const Generator* generator) {
+  for (CaptureState& capture : captures_on_this_thread) {
+    if (capture.generator == generator) return &capture;
   }
+  return nullptr;
+}
+
+}  // namespace
+
+PhiloxArgs Generator::reserve(std::uint64_t counters) {
+  if (!captures_on_this_thread.empty()) [[unlikely]] {
+    if (CaptureState* capture = capture_of(this)) {
+      PhiloxArgs args{0, capture->counters, capture->cell};
+      capture->counters += counters;
+      return args;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
   PhiloxArgs args{seed_, offset_, nullptr};
   offset_ += counters;
   return args;
 }
 
 void Generator::begin_capture(PhiloxCell* cell) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  GROVE_CHECK(capture_cell_ == nullptr,
-              "a generator can serve one capture at a time, but another graph is already "
-              "capturing with it; end that capture first");
-  capture_cell_ = cell;
-  capture_offset_ = 0;
+  GROVE_CHECK(capture_of(this) == nullptr,
+              "a generator serves one capture per thread at a time, but this thread is already "
+              "capturing another graph with it; end that capture first");
+  captures_on_this_thread.push_back({this, cell, 0});
 }
 
 std::uint64_t Generator::end_capture() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  capture_cell_ = nullptr;
-  return capture_offset_;
+  CaptureState* capture = capture_of(this);
+  if (capture == nullptr) return 0;
+  const std::uint64_t counters = capture->counters;
+  captures_on_this_thread.erase(captures_on_this_thread.begin() +
+                                (capture - captures_on_this_thread.data()));
+  return counters;
 }
 
 PhiloxCell Generator::reserve_replay(std::uint64_t counters) {

@@ -14,6 +14,12 @@
 // Before each replay the graph takes the generator's current seed and offset and advances the
 // generator by what the capture used (reserve_replay), so replays draw fresh numbers and eager
 // calls never reuse a replay's counters.
+// A capture's state (its cell and the counters it reserved) belongs to the capture, kept for the
+// thread that captures (captures are per thread, as CUDA's thread-local capture mode): random ops
+// of other threads meanwhile draw eagerly from the generator as usual, and captures on several
+// threads, with one generator, are independent. A graph without random ops never touches the
+// generator, neither when it records nor when it replays. (PyTorch registers generator states
+// per graph for the same reason.)
 //
 // Where the cell lives and how it is written belong to the graph's CaptureBackend
 // (core/device_graph.h): a CPU graph's cell is host memory, written directly, since CPU replays
@@ -70,7 +76,7 @@ inline double uniform_double(std::uint32_t high, std::uint32_t low) {
   return static_cast<double>(bits & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
-// Thread-safe: reserve() and seeding take a lock.
+// Thread-safe: reserve() and seeding take a lock; captures are per thread (see the Note).
 class Generator {
  public:
   explicit Generator(std::uint64_t seed = kDefaultSeed) : seed_(seed) {}
@@ -83,7 +89,8 @@ class Generator {
   // Reserves `counters` Philox counters (4 random words each) and advances.
   PhiloxArgs reserve(std::uint64_t counters);
 
-  // Used by DeviceGraph. See Note [Random numbers in captured graphs].
+  // Used by DeviceGraph, on the capturing thread. See Note [Random numbers in captured graphs].
+  // One capture per generator per thread at a time.
   void begin_capture(PhiloxCell* cell);
   std::uint64_t end_capture();  // returns the counters the capture reserved
   // The seed and offset a replay's cell must hold; advances the generator by `counters`.
@@ -93,8 +100,6 @@ class Generator {
   mutable std::mutex mutex_;
   std::uint64_t seed_;
   std::uint64_t offset_ = 0;
-  PhiloxCell* capture_cell_ = nullptr;
-  std::uint64_t capture_offset_ = 0;
 };
 
 // The default generator of a device, used by random ops unless they are given one.

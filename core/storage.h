@@ -31,6 +31,7 @@
 
 #include "core/data_ptr.h"
 #include "core/error.h"
+#include "core/host_reads.h"
 #include "core/intrusive_ptr.h"
 #include "core/stream.h"
 
@@ -50,10 +51,13 @@ class Storage final : public IntrusiveTarget {
   std::size_t nbytes() const { return nbytes_; }
   Device device() const { return data_ptr_.device(); }
 
-  // The data pointer for reading or writing. Throws if an access error is set.
+  // The data pointer for reading or writing. Throws if an access error is set. A raw pointer
+  // taken during a trace is a host access (Note [Host reads during a trace]).
   void* data() const {
     if (access_error_) [[unlikely]]
       throw_access_error();
+    if (detail::raw_access_watched) [[unlikely]]
+      detail::report_raw_access(device());
     return data_ptr_.get();
   }
   // The pointer without the access check, for bookkeeping (allocator, weak refs, printing ids).

@@ -76,7 +76,8 @@ T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
   check_host_read(device(), "item()");
-  const SuspendCoreObservers host_read;               // see Note [Core observers]
+  const SuspendCoreObservers host_read;  // see Note [Core observers]
+  const InternalDataAccess reported;     // see Note [Host reads during a trace]
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
@@ -103,7 +104,8 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_host_read(device(), "to_vector()");
-  const SuspendCoreObservers host_read;                    // see Note [Core observers]
+  const SuspendCoreObservers host_read;  // see Note [Core observers]
+  const InternalDataAccess reported;     // see Note [Host reads during a trace]
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);
@@ -180,6 +182,7 @@ void copy_unreported(const Tensor& dst, const Tensor& src, bool non_blocking) {
               " cannot be broadcast to the destination's shape ", dst.sizes(),
               " (aligned from the right, each source size must equal the destination's or be 1)");
   const SuspendCoreObservers steps_of_the_copy;
+  const InternalDataAccess kernel;  // see Note [Host reads during a trace]
   const Tensor source =
       src.dim() == dst.dim() && src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
   if (src.device() == dst.device()) {
@@ -216,7 +219,10 @@ const Tensor& Tensor::fill_(const Scalar& value) const {
   const bool observed = write_is_observed(*this, nullptr);
   if (observed) [[unlikely]]
     report_before_write(write);
-  launch_fill(*this, value);
+  {
+    const InternalDataAccess kernel;  // see Note [Host reads during a trace]
+    launch_fill(*this, value);
+  }
   bump_version();
   if (observed) [[unlikely]]
     report_write(write);
@@ -388,6 +394,7 @@ Tensor from_vector(const std::vector<T>& values, IntArrayRef sizes, Device devic
   GROVE_CHECK(product(shape) == count, "from_vector: shape ", IntArrayRef(shape), " holds ",
               product(shape), " elements, but ", count, " values were given");
   Tensor host = empty(shape, dtype_of<T>);
+  const InternalDataAccess filling;  // see Note [Host reads during a trace]
   if constexpr (std::is_same_v<T, bool>) {
     bool* data = host.data<bool>();
     for (std::size_t i = 0; i < values.size(); ++i) data[i] = values[i];

@@ -92,6 +92,9 @@ GraphStats stats() {
   result.traces = count_of(GraphEvent::Trace);
   result.retraces = count_of(GraphEvent::Retrace);
   result.eager_calls = count_of(GraphEvent::CompiledEagerCall);
+  result.recompile_limit_hits = count_of(GraphEvent::RecompileLimit);
+  result.inlined_calls = count_of(GraphEvent::InlinedCall);
+  trees.capture_retries = count_of(GraphEvent::CaptureRetry);
   result.pool_bytes = allocator_for(kCPU).stats().private_pool_bytes;
   for (int i = 0; i < cuda_device_count(); ++i) {
     result.pool_bytes += allocator_for(cuda(i)).stats().private_pool_bytes;
@@ -106,9 +109,12 @@ std::string GraphStats::to_text() const {
   }
   if (!fallbacks.empty()) fallbacks += ")";
   return str("graphed mode: ", traces, " traces (", retraces, " after a replaced parameter), ",
-             eager_calls, " compiled calls run as written\n", "graph trees: ", trees.warmups,
+             eager_calls, " compiled calls run as written, ", recompile_limit_hits,
+             " signatures past a recompile limit, ", inlined_calls,
+             " compiled calls inside another trace\n", "graph trees: ", trees.warmups,
              " warm-ups, ", trees.recordings, " recordings, ", trees.replays, " replays, ",
              trees.checkpoints, " checkpoint restores, ", trees.rerecords, " re-records, ",
+             trees.capture_retries, " capture retries, ",
              trees.generations, " generations ended, ", trees.poisoned_outputs,
              " outputs poisoned\n", "eager fallbacks: ", trees.eager_fallbacks, fallbacks, "\n",
              "graph pools: ", format_bytes(pool_bytes), " reserved\n");

@@ -75,6 +75,11 @@ struct GraphStats {
   std::uint64_t traces = 0;       // compile(): signatures traced
   std::uint64_t retraces = 0;     // traced again because a static input was replaced
   std::uint64_t eager_calls = 0;  // compiled calls that ran the function as written
+  // New signatures of a compiled function past its CompileOptions::recompile_limit (run as
+  // written, not traced).
+  std::uint64_t recompile_limit_hits = 0;
+  // Compiled calls made inside another compiled function's trace (run as part of that trace).
+  std::uint64_t inlined_calls = 0;
   std::size_t pool_bytes = 0;     // memory reserved by graph pools now, every device
   // A few lines for the end of a program.
   std::string to_text() const;
@@ -94,6 +99,9 @@ enum class GraphEvent : std::uint8_t {
   Trace,
   Retrace,
   CompiledEagerCall,
+  RecompileLimit,
+  InlinedCall,
+  CaptureRetry,
   kCount,
 };
 void count_event(GraphEvent event, std::uint64_t n = 1);

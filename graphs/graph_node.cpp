@@ -280,6 +280,7 @@ bool GraphNode::all_outputs_are_dead() const {
 
 TensorList GraphNode::replay(const TensorList& inputs) {
   // Inputs used in place must not be poisoned handles: data_ptr() throws their message.
+  const InternalDataAccess check;  // not a host access (Note [Host reads during a trace])
   for (int i : managed_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
   for (int i : static_inputs_) inputs[static_cast<std::size_t>(i)].data_ptr();
   {

@@ -46,7 +46,18 @@ std::optional<TreeManager::Fallback> TreeManager::eager_fallback(FunctionInfo& f
   }
   const Position position{node_key(), function.id};
   if (auto failed = capture_failures_.find(position); failed != capture_failures_.end()) {
-    return failed->second;
+    // See Note [Retrying a failed capture] in tree_manager.h.
+    CaptureFailure& failure = failed->second;
+    if (failure.failures > options_.capture_retry_limit || failure.eager_calls_left > 0) {
+      if (failure.eager_calls_left > 0) --failure.eager_calls_left;
+      return failure.fallback;
+    }
+    ++counters_.capture_retries;
+    count_event(GraphEvent::CaptureRetry);
+    if (explaining()) {
+      explain(str("retry recording '", function.label(), "' after ", failure.failures,
+                  " failed capture", failure.failures > 1 ? "s" : "", " at this tree position"));
+    }
   }
   auto mutation = mutation_fallbacks_.find(position);
   if (mutation == mutation_fallbacks_.end()) {

@@ -241,7 +241,8 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
 
   // A warm-up's outputs have no recorded addresses, so after one only warm-ups may follow
   // until the path ends.
-  const bool warmed_up = function.warmed_up || options_.skip_warmup;
+  const bool warmed_up =
+      function.warmed_up || function.wrapped->warmed_up || options_.skip_warmup;
   if (!warmed_up || state_ == PathState::Warmup) {
     if (state_ == PathState::Execution) {
       apply_checkpoint(str("'", function.label(), "' warms up after the replays of this path"));
@@ -382,11 +383,18 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
     // later calls at this position run eagerly instead of failing again. The aborted capture ran
     // nothing and its allocations went back to the pool (Note [Releasing managed functions]).
     check_pool("after a failed capture");
+    // See Note [Retrying a failed capture] in tree_manager.h.
     const Fallback fallback{FallbackReason::CaptureFailed,
                             str("recording '", function.label(), "' threw: ", error.message())};
-    capture_failures_[{node_key(), function.id}] = fallback;
+    CaptureFailure& failure = capture_failures_[{node_key(), function.id}];
+    failure.fallback = fallback;
+    ++failure.failures;
+    failure.eager_calls_left = failure.failures > options_.capture_retry_limit
+                                   ? 0
+                                   : (std::int64_t{1} << failure.failures) - 1;
     return run_eagerly(*function.wrapped, function.label(), fallback, inputs);
   }
+  capture_failures_.erase({node_key(), function.id});
   ++next_graph_id_;
   node->set_call_site(call_site_);
   GraphNode* recorded = node.get();

@@ -6,7 +6,8 @@
 //      function and counted (TreeCounters::fallbacks by FallbackReason): sizes not among the
 //      function's capture_sizes, mutated inputs a graph would copy, a failed capture, limits.
 //   1. The first call of a function is a warm-up: it runs eagerly, allocating in the shared
-//      pool, as a WarmupNode on the current path (unless TreeOptions::skip_warmup).
+//      pool, as a WarmupNode on the current path (unless TreeOptions::skip_warmup, or the
+//      caller ran its work already: WrappedFunction::warmed_up).
 //   2. The next call records a GraphNode: non-static inputs are copied into pool buffers, the
 //      function is captured, and the graph is replayed once to produce the outputs.
 //   3. Later calls replay a recorded child of the current node whose invariants hold. If none
@@ -95,10 +96,21 @@
 // capturing, say) runs its body twice on that call: once inside the aborted capture, where its
 // kernels are recorded but never run and its allocations go back to the pool, and once eagerly,
 // which is the run whose results the caller gets; later calls at that tree position run eagerly
-// without trying again. The aborted capture leaves no data behind (its kernels never run, the
+// and try again now and then (Note [Retrying a failed capture]). The aborted capture leaves no data behind (its kernels never run, the
 // pool holds nothing of it, checked under debug_checks), but side effects of the body outside
 // grove's kernels happen twice, and in-place ops in it bump their inputs' version counters
 // during the capture as well.
+//
+// Note [Retrying a failed capture]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A capture can fail for a reason that passes (another thread's work on the device that a
+// capture forbids, a library's lazy initialisation) as well as for one that stays (a host read
+// in the function). So a failed capture does not make its tree position eager for the process's
+// life: after failure k the next 2^k - 1 calls there run eagerly, and the one after records
+// again, up to TreeOptions::capture_retry_limit retries; a failure past them is final. A retry
+// costs what the first attempt did (the body runs in the aborted capture, then eagerly); a
+// success forgets the failures. Retries are counted (TreeCounters::capture_retries) and
+// explained.
 //
 // Threading: one manager per device per thread (tree_manager(device)); a ManagedFunction must be
 // called on the thread whose manager made it. Errors a user can cause throw grove::Error;
@@ -263,7 +275,12 @@ class TreeManager {
   // Per position: whether the function mutates inputs a graph would copy (decided when the
   // position is first reached), whether its recording failed there, how often it re-recorded.
   std::map<Position, std::optional<Fallback>> mutation_fallbacks_;
-  std::map<Position, Fallback> capture_failures_;
+  struct CaptureFailure {
+    Fallback fallback;
+    int failures = 0;
+    std::int64_t eager_calls_left = 0;  // before the next retry
+  };
+  std::map<Position, CaptureFailure> capture_failures_;
   std::map<Position, int> rerecords_;
 
   TreeCounters counters_;

@@ -70,6 +70,11 @@ struct WrappedFunction {
   // {{0, 0}} and capture_sizes {{2}, {5}, {7}} record batches of 2, 5 and 7 only.
   std::vector<DynamicDim> dynamic_dims;
   std::vector<std::vector<std::int64_t>> capture_sizes;
+  // The caller has already run the function's work eagerly, for these signatures' warm-up
+  // purposes (compile's trace runs the user's function: Note [Exactly one eager call's effects]
+  // in graphs/compile/traced_function.h), so its first call records. As with
+  // TreeOptions::skip_warmup, mutations are then known only from mutated_input_indices.
+  bool warmed_up = false;
 };
 
 struct TreeOptions {
@@ -91,6 +96,9 @@ struct TreeOptions {
   // Run a function that writes into an input that is an output of an earlier graph on the path
   // eagerly (one message), instead of recording the write into that graph's memory as a child.
   bool forbid_graph_output_mutation = false;
+  // Recordings tried again at a tree position after a failed capture there, before its calls
+  // run eagerly for good (Note [Retrying a failed capture] in tree_manager.h).
+  int capture_retry_limit = 3;
   // Throw instead of falling back to eager mode (for any reason).
   bool or_error = false;
   // After each recording and checkpoint, check that the pool's live blocks are exactly the live
@@ -112,6 +120,7 @@ struct TreeCounters {
   std::uint64_t eager_fallbacks = 0;  // calls run eagerly outside the pool
   std::uint64_t poisoned_outputs = 0;
   std::uint64_t generations = 0;                      // new generations started
+  std::uint64_t capture_retries = 0;  // recordings tried again after a failed capture
   std::map<FallbackReason, std::uint64_t> fallbacks;  // eager_fallbacks by reason
 };
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/core_observer.h"
+#include "core/host_reads.h"
 #include "core/observer_list.h"
 #include "ops/op_table.h"
 
@@ -88,6 +89,8 @@ namespace {
 OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
                         const OpAttributes& attributes, std::span<const Tensor> destinations) {
   const OpCall call{entry.kind, inputs, attributes};
+  // The op's checks and kernel take raw pointers (Note [Host reads during a trace]).
+  const InternalDataAccess internal;
   // 1. What every op needs: as many inputs as it takes, defined and on one device.
   const InputCount count = input_count(entry.kind, attributes);
   if (inputs.size() < count.min || inputs.size() > count.max) [[unlikely]] {

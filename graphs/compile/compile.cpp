@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "graphs/compile/traced_function.h"
+#include "graphs/trace/tracer.h"
 
 namespace grove::graphs {
 namespace detail {
@@ -13,10 +15,12 @@ namespace detail {
 struct CompiledState {
   std::function<TensorList(const TensorList&)> function;
   CompileOptions options;
+  std::optional<std::thread::id> thread;  // of the first call
   CompileStats stats;
   std::vector<std::string> warnings;
   std::vector<std::pair<Signature, std::shared_ptr<TracedFunction>>> traces;
   std::vector<Signature> made_state;  // signatures whose first trace made state (see trace_for)
+  bool said_recompile_limit = false;  // its warning was given
 
   void warn(const std::string& message) {
     warnings.push_back(message);
@@ -53,7 +57,10 @@ void explain_trace(const std::string& name, const Signature& signature,
   for (int n = 0; n < kLines && std::getline(text, line); ++n) explain("  " + line);
 }
 
-std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const TensorList& inputs) {
+// The trace serving `inputs`: an existing one, a new one (this call's eager run), or null when
+// the signature is past the recompile limit.
+std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const TensorList& inputs,
+                                          const std::source_location& where) {
   const Signature signature = Signature::of(inputs);
   for (auto it = state.traces.begin(); it != state.traces.end(); ++it) {
     if (!(it->first == signature)) continue;
@@ -85,17 +92,25 @@ std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const Te
     state.traces.erase(it);
     break;
   }
+  const auto limit = static_cast<std::size_t>(std::max(state.options.recompile_limit, 0));
+  if (limit > 0 && !state.traces.empty()) {
+    // Signatures, not traces: whole steps may keep two traces of one (see gradient_state).
+    std::vector<const Signature*> seen;
+    for (const auto& [traced_signature, traced] : state.traces) {
+      if (std::none_of(seen.begin(), seen.end(),
+                       [&](const Signature* s) { return *s == traced_signature; })) {
+        seen.push_back(&traced_signature);
+      }
+    }
+    const bool known = std::any_of(seen.begin(), seen.end(),
+                                   [&](const Signature* s) { return *s == signature; });
+    if (!known && seen.size() >= limit) return nullptr;
+  }
   std::shared_ptr<TracedFunction> traced =
-      TracedFunction::trace(state.function, inputs, state.options);
+      TracedFunction::trace(state.function, inputs, state.options, where);
   ++state.stats.traces;
   count_event(GraphEvent::Trace);
   if (explaining()) explain_trace(state.options.name, signature, *traced);
-  const auto limit = static_cast<std::size_t>(state.options.trace_warn_limit);
-  if (limit > 0 && state.traces.size() + 1 == limit) {
-    state.warn("compiled function '" + state.options.name + "' has been traced for " +
-               std::to_string(limit) + " input signatures (the latest: " + signature.describe() +
-               "); each new shape, dtype, device or requires_grad traces and records again");
-  }
   if (traced->made_state()) {
     // The first call of a step made its state (an optimizer's buffers, adopted gradients):
     // trace once more on the next call, when that state exists and is found, not made.
@@ -117,6 +132,21 @@ std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const Te
   return traced;
 }
 
+// A call that runs the function as written: counted, explained, refused under or_error.
+TensorList run_as_written(detail::CompiledState& state, const std::string& reason,
+                          std::optional<TensorList> outputs_of_the_trace,
+                          const TensorList& inputs) {
+  GROVE_CHECK(!state.options.or_error, "compiled function '", state.options.name,
+              "' cannot be replayed: ", reason,
+              " (CompileOptions::or_error is set; unset it to run such calls eagerly)");
+  ++state.stats.eager_calls;
+  ++state.stats.eager_reasons[reason];
+  count_event(GraphEvent::CompiledEagerCall);
+  if (explaining()) explain("run '" + state.options.name + "' as written (eagerly): " + reason);
+  if (outputs_of_the_trace) return *std::move(outputs_of_the_trace);  // it ran already
+  return state.function(inputs);
+}
+
 }  // namespace
 
 TensorList CompiledFunction::operator()(const TensorList& inputs,
@@ -125,22 +155,47 @@ TensorList CompiledFunction::operator()(const TensorList& inputs,
   detail::CompiledState& state = *state_;
   ++state.stats.calls;
   if (state.options.mode == CompileMode::Eager) return state.function(inputs);
+  if (!state.thread) state.thread = std::this_thread::get_id();
+  GROVE_CHECK(*state.thread == std::this_thread::get_id(), "compiled function '",
+              state.options.name,
+              "' was called on another thread than its first call's; its traces and graphs "
+              "belong to that thread. Compile one function per thread (each gets its own "
+              "traces and recordings)");
   const ExplainScope explain_scope(state.options.explain);
-  const std::shared_ptr<TracedFunction> found = trace_for(state, inputs);
-  TracedFunction& traced = *found;
-  // A trace that just ran the function to its end (without a backward) did this call's work.
-  if (std::optional<TensorList> outputs = traced.take_outputs()) return *std::move(outputs);
-  if (!traced.eager()) return traced.call(inputs, where);
-  GROVE_CHECK(!state.options.or_error, "compiled function '", state.options.name,
-              "' cannot be replayed: ", traced.eager_reason(),
-              " (CompileOptions::or_error is set; unset it to run such calls eagerly)");
-  ++state.stats.eager_calls;
-  ++state.stats.eager_reasons[traced.eager_reason()];
-  count_event(GraphEvent::CompiledEagerCall);
-  if (explaining()) {
-    explain("run '" + state.options.name + "' as written (eagerly): " + traced.eager_reason());
+  if (Tracer::tracing_on_this_thread()) {
+    // Called while a compiled function traces (this one calling itself, or another one): its
+    // ops are part of that trace, and its own traces stay as they are.
+    ++state.stats.inlined_calls;
+    count_event(GraphEvent::InlinedCall);
+    if (explaining()) {
+      explain("run '" + state.options.name + "' as part of the trace that calls it");
+    }
+    return state.function(inputs);
   }
-  return state.function(inputs);
+  const std::shared_ptr<TracedFunction> found = trace_for(state, inputs, where);
+  if (found == nullptr) {
+    const std::string reason =
+        str("a new input signature ", Signature::of(inputs).describe(), " past the limit of ",
+            state.options.recompile_limit,
+            " traced signatures (CompileOptions::recompile_limit); pad inputs to a few shapes, "
+            "or raise the limit");
+    if (!state.said_recompile_limit && !state.options.or_error) {
+      state.said_recompile_limit = true;
+      state.warn("compiled function '" + state.options.name + "' runs eagerly for " + reason);
+    }
+    ++state.stats.recompile_limit_calls;
+    count_event(GraphEvent::RecompileLimit);
+    return run_as_written(state, reason, std::nullopt, inputs);
+  }
+  TracedFunction& traced = *found;
+  // The call that traced ran the function: its results are this call's.
+  if (std::optional<TensorList> outputs = traced.take_outputs()) {
+    // (A step that made its state is traced again on the next call, not run as written.)
+    if (!traced.eager() || traced.made_state()) return *std::move(outputs);
+    return run_as_written(state, traced.eager_reason(), std::move(outputs), inputs);
+  }
+  if (!traced.eager()) return traced.call(inputs, where);
+  return run_as_written(state, traced.eager_reason(), std::nullopt, inputs);
 }
 
 Tensor CompiledFunction::operator()(const Tensor& input, std::source_location where) const {

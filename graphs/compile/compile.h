@@ -26,24 +26,39 @@
 //
 // A trace is a snapshot of what the function did for that signature (as torch.jit.trace, JAX's
 // jit and tinygrad's TinyJit): branches on tensor values, host-side state the function reads
-// and the identity of the parameters it found are baked in. So:
-//   - a function that reads tensor data on the host (item(), to_vector(), a copy to the CPU)
-//     cannot be replayed: it runs eagerly, with the reason logged once and counted
-//     (CompileStats), or an error under CompileOptions::or_error;
+// and the identity of the parameters it found are baked in. What that means for a user:
+//   - every call has the effects of exactly one eager call, including the call that traces
+//     (the trace is that call's eager run, watched) and every call that falls back
+//     (Note [Exactly one eager call's effects] in graphs/compile/traced_function.h). So a
+//     whole step that logs loss.item() updates once;
+//   - a host access of tensor memory cannot be replayed: item(), to_vector(), printing a
+//     tensor, a copy from a device to the host, and a raw pointer from data_ptr(), data<T>()
+//     or Storage::data() (Note [Host reads during a trace] in core/host_reads.h). The trace
+//     stops at the first one and the function finishes eagerly; that signature runs as written
+//     from then on, with the reason logged once and counted (CompileStats), or an error under
+//     CompileOptions::or_error;
+//   - the signature is each input's sizes, strides, dtype, device, requires_grad and how it
+//     shares memory with the other inputs, and grad mode (Note [The signature of a compiled
+//     call]); past recompile_limit signatures, new ones run as written;
+//   - the first call of a signature traces (an eager run), the second records, later calls
+//     replay: for training and inference functions alike;
+//   - a compiled function called while another compiled function traces (itself, or another
+//     one) runs as written, so its ops become part of the outer trace (counted as inlined);
 //   - when a parameter the trace found is replaced by another tensor (model.weight = new
 //     tensor), the trace still uses the old one. With retrace_on_released_static (the default)
 //     a call notices when grove holds the last handle on a traced static input, and traces
 //     again; a replaced tensor that something else keeps alive cannot be noticed: call
 //     reset() after replacing parameters;
-//   - a traced call runs the function once more than the calls you make (the trace itself),
-//     so side effects in the function's C++ (counters, printing) happen at trace time only.
+//   - side effects in the function's C++ that are not tensor work (counters, logging) happen
+//     on the calls that run it: the call that traces and calls that run as written.
 //
 // Errors a user can make get a grove::Error naming what was expected and what was found;
-// inputs of another shape, dtype, device or requires_grad are a new signature (traced again,
-// with a warning past trace_warn_limit), never a wrong replay.
+// inputs of another signature are traced again, never a wrong replay.
 //
-// Threading: a CompiledFunction may be called from one thread (its tree manager's); copies
-// share their traces.
+// Threading: a CompiledFunction is called on one thread (the thread of its first call; a call
+// from another throws); copies share their traces. Compile one function per thread to run on
+// several: their traces, recordings and random numbers are independent (Note [Random numbers in
+// captured graphs] in core/rng.h).
 #pragma once
 
 #include <cstdint>
@@ -72,8 +87,12 @@ struct CompileOptions {
   // Applied to the device's tree manager (graphs::tree_manager) when this function first
   // records on it; unset: the manager's own options.
   std::optional<TreeOptions> tree_options;
-  // Warn when a function has been traced for this many signatures (0: never).
-  int trace_warn_limit = 8;
+  // The most input signatures this function is traced for (Note [The signature of a compiled
+  // call] in graphs/compile/signature.h); calls with a further signature run as written, with
+  // the reason said once, counted (CompileStats::recompile_limit_calls, graphs::stats()) and
+  // explained, or throw under or_error. As Dynamo's recompile limit, for the same reason: each
+  // signature costs a trace, a recording and graph memory. 0: no limit.
+  int recompile_limit = 8;
   // See the file comment.
   bool retrace_on_released_static = true;
   // Throw instead of running eagerly when a trace cannot be replayed.
@@ -93,6 +112,8 @@ struct CompileStats {
   std::uint64_t retraces = 0;     // traced again because a static input was released
   std::uint64_t eager_calls = 0;  // calls that ran the function as written
   std::map<std::string, std::uint64_t> eager_reasons;
+  std::uint64_t recompile_limit_calls = 0;  // of eager_calls: signatures past recompile_limit
+  std::uint64_t inlined_calls = 0;          // calls made inside a trace (see the file comment)
 };
 
 namespace detail {

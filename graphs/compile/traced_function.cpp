@@ -23,67 +23,6 @@ TensorList interpret(Interpreter& interpreter, const TensorList& all, std::size_
   return interpreter.run(everything.first(num_inputs), everything.subspan(num_inputs));
 }
 
-// The backward of a compiled function's outputs: runs its backward graph. One per call.
-class CompiledBackward final : public autograd::Node {
- public:
-  CompiledBackward(std::shared_ptr<TracedFunction> traced, std::vector<Tensor> saved,
-                   std::vector<autograd::TensorMeta> output_metas,
-                   std::vector<autograd::Edge> edges, std::string name,
-                   const std::source_location& where)
-      : Node(static_cast<std::uint32_t>(output_metas.size()), std::move(edges)),
-        traced_(std::move(traced)),
-        where_(where),
-        saved_(std::move(saved)),
-        output_metas_(std::move(output_metas)),
-        name_(std::move(name)) {
-    for (const Tensor& tensor : saved_) saved_versions_.push_back(tensor.version());
-  }
-
-  std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) override {
-    GROVE_CHECK(!released_, name(),
-                ": the backward of this call already ran and freed what it saved; pass "
-                "retain_graph=true to the first backward to run it twice");
-    TensorList inputs = saved_;
-    for (std::size_t k = 0; k < saved_.size(); ++k) {
-      GROVE_CHECK(saved_[k].version() == saved_versions_[k], name(), ": saved tensor ", k, " (",
-                  autograd::describe(saved_[k]),
-                  ") was modified in place after the compiled call; its backward needs the "
-                  "values it had then. Clone it before changing it");
-    }
-    for (std::size_t j = 0; j < output_metas_.size(); ++j) {
-      const autograd::TensorMeta& meta = output_metas_[j];
-      inputs.push_back(grad_outputs[j].defined()
-                           ? grad_outputs[j]
-                           : zeros(meta.sizes, TensorOptions(meta.dtype).device(meta.device)));
-    }
-    const ExplainScope explain_scope(traced_->explain_setting());  // as the forward's call
-    TensorList grads = traced_->run_backward(inputs, where_);
-    return grads;
-  }
-
-  std::string name() const override { return name_; }
-  void release_saved() override {
-    saved_.clear();
-    released_ = true;
-  }
-
- protected:
-  void release_resources() override {
-    saved_.clear();
-    traced_.reset();
-    Node::release_resources();
-  }
-
- private:
-  std::shared_ptr<TracedFunction> traced_;
-  std::source_location where_;  // of the compiled call whose backward this is
-  std::vector<Tensor> saved_;
-  std::vector<std::uint64_t> saved_versions_;
-  std::vector<autograd::TensorMeta> output_metas_;
-  std::string name_;
-  bool released_ = false;
-};
-
 // "x0", "grad2": names of inputs in the traced graph. (Built by appending: g++ 12 warns
 // falsely about `"x" + std::to_string(i)` at -O3, -Wrestrict.)
 std::string indexed(const char* prefix, std::size_t index) {
@@ -92,157 +31,198 @@ std::string indexed(const char* prefix, std::size_t index) {
   return name;
 }
 
+TensorList detached(const TensorList& tensors) {
+  TensorList result;
+  result.reserve(tensors.size());
+  for (const Tensor& tensor : tensors) result.push_back(tensor.defined() ? tensor.detach() : tensor);
+  return result;
+}
+
 }  // namespace
-
-Signature Signature::of(const TensorList& inputs) {
-  Signature signature;
-  signature.grad_mode = autograd::GradMode::is_enabled();
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& input = inputs[i];
-    GROVE_CHECK(input.defined(), "compiled function: input ", i,
-                " is undefined; pass defined tensors");
-    signature.inputs.push_back(
-        {DimVector(input.sizes()), input.dtype(), input.device(), input.requires_grad()});
-  }
-  return signature;
-}
-
-std::string Signature::describe() const {
-  std::ostringstream out;
-  out << "(";
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Input& input = inputs[i];
-    out << (i == 0 ? "" : ", ") << dtype_name(input.dtype) << input.sizes;
-    if (!input.device.is_cpu()) out << " on " << input.device;
-    if (input.requires_grad) out << " requires_grad";
-  }
-  out << "), grad " << (grad_mode ? "on" : "off");
-  return out.str();
-}
 
 std::shared_ptr<TracedFunction> TracedFunction::trace(
     const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
-    const CompileOptions& options) {
+    const CompileOptions& options, const std::source_location& where) {
   std::shared_ptr<TracedFunction> traced(new TracedFunction());
   traced->name_ = options.name;
   traced->mode_ = options.mode;
   traced->explain_ = options.explain;
   traced->num_inputs_ = inputs.size();
-  Graph joint(options.name);
+  traced->run_traced(function, inputs, options, where);
+  return traced;
+}
+
+// The call's eager run under a Tracer, and what is made of it: see
+// Note [Exactly one eager call's effects]. Every return leaves first_outputs_ set, but for
+// a host access refused under or_error.
+void TracedFunction::run_traced(const std::function<TensorList(const TensorList&)>& function,
+                                const TensorList& inputs, const CompileOptions& options,
+                                const std::source_location& where) {
+  Graph joint(name_);
   std::int32_t forward_end = 0;
   const std::uint64_t first_serial = Storage::latest_serial();
   std::optional<autograd::GradWriteLog> grad_writes(std::in_place);  // until the function returns
+  Tracer tracer(joint, options.or_error ? Tracer::OnHostAccess::Throw : Tracer::OnHostAccess::Stop);
+  for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
+  const std::uint64_t passes_before = autograd::backward_passes_on_this_thread();
+  TensorList outputs;
   try {
-    Tracer tracer(joint);
-    for (std::size_t i = 0; i < inputs.size(); ++i) tracer.add_input(inputs[i], indexed("x", i));
-    const std::uint64_t passes_before = autograd::backward_passes_on_this_thread();
-    const TensorList outputs = function(inputs);
-    // A function that ran backward() itself is a whole step (forward, backward, update): one
-    // graph, whose outputs need no gradient of their own.
-    traced->whole_step_ = autograd::backward_passes_on_this_thread() != passes_before;
-    const std::vector<autograd::GradWrite> writes = grad_writes->writes();
-    grad_writes.reset();
-    forward_end = static_cast<std::int32_t>(joint.nodes().size());
-    traced->num_outputs_ = outputs.size();
-    TensorList results = outputs;
-    // The backward: the engine on the outputs that require gradients, with placeholders.
-    std::vector<Tensor> differentiable, placeholders, targets;
-    if (autograd::GradMode::is_enabled() && !traced->whole_step_) {
-      for (std::size_t i = 0; i < outputs.size(); ++i) {
-        if (!outputs[i].defined() || !outputs[i].requires_grad()) continue;
-        traced->differentiable_.push_back(i);
-        differentiable.push_back(outputs[i]);
-        Tensor placeholder =
-            ones(outputs[i].sizes(), TensorOptions(outputs[i].dtype()).device(outputs[i].device()));
-        tracer.add_input(placeholder, indexed("grad", i));
-        placeholders.push_back(std::move(placeholder));
-      }
-    }
-    if (!differentiable.empty()) {
-      std::vector<std::int64_t> candidates;
-      for (std::size_t i = 0; i < inputs.size(); ++i) {
-        if (!inputs[i].requires_grad()) continue;
-        candidates.push_back(static_cast<std::int64_t>(i));
-        targets.push_back(inputs[i]);
-      }
-      const std::vector<Tensor>& statics = tracer.static_tensors();
-      for (std::size_t k = 0; k < statics.size(); ++k) {
-        if (!statics[k].requires_grad()) continue;
-        candidates.push_back(-1 - static_cast<std::int64_t>(k));
-        targets.push_back(statics[k]);
-      }
-      const std::vector<Tensor> grads =
-          targets.empty() ? std::vector<Tensor>{}
-                          : autograd::grad(differentiable, targets, placeholders,
-                                           {.retain_graph = false, .allow_unused = true});
-      for (std::size_t t = 0; t < grads.size(); ++t) {
-        if (!grads[t].defined()) continue;  // the outputs do not depend on this target
-        traced->grad_targets_.push_back(candidates[t]);
-        results.push_back(grads[t]);
-      }
-      traced->has_backward_ = !traced->grad_targets_.empty();
-    }
-    if (traced->whole_step_) traced->keep_made_gradients(tracer, first_serial);
-    tracer.finish(results);
-    traced->statics_ = tracer.static_tensors();
-    traced->note_gradient_state(writes);
-    std::vector<Tensor> held = results;
-    held.insert(held.end(), placeholders.begin(), placeholders.end());
-    traced->kept_state_ = tracer.values_kept_outside(held);
-    if (!traced->has_backward_) {
-      // The trace ran the function for real: its outputs are this call's (see take_outputs).
-      traced->first_outputs_.emplace();
-      for (const Tensor& output : outputs) traced->first_outputs_->push_back(output.detach());
-    }
-  } catch (const HostReadDuringTrace& error) {
-    traced->eager_reason_ = error.message();
-    return traced;
+    outputs = function(inputs);
+  } catch (const HostReadDuringTrace& error) {  // under or_error: the call reports it
+    eager_reason_ = error.message();
+    return;
   }
+  // A host access stopped the trace; the function ran on eagerly to its end, and that run was
+  // this call. Its outputs keep their eager autograd history.
+  auto run_as_written = [&](std::string reason) {
+    eager_reason_ = std::move(reason);
+    first_outputs_ = outputs;
+  };
+  if (tracer.stopped()) return run_as_written(tracer.stop_reason());
+  // A function that ran backward() itself is a whole step (forward, backward, update): one
+  // graph, whose outputs need no gradient of their own.
+  whole_step_ = autograd::backward_passes_on_this_thread() != passes_before;
+  const std::vector<autograd::GradWrite> writes = grad_writes->writes();
+  grad_writes.reset();
+  forward_end = static_cast<std::int32_t>(joint.nodes().size());
+  num_outputs_ = outputs.size();
+  TensorList results = outputs;
+  // The backward: the engine on the outputs that require gradients, with placeholders. The
+  // eager graph is kept (retain_graph) until the trace is known to be usable.
+  std::vector<Tensor> differentiable, placeholders, targets;
+  std::vector<StoragePtr> live;  // what the eager run left, for this call's backward
+  if (autograd::GradMode::is_enabled() && !whole_step_) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (!outputs[i].defined() || !outputs[i].requires_grad()) continue;
+      differentiable_.push_back(i);
+      differentiable.push_back(outputs[i]);
+      Tensor placeholder =
+          ones(outputs[i].sizes(), TensorOptions(outputs[i].dtype()).device(outputs[i].device()));
+      tracer.add_input(placeholder, indexed("grad", i));
+      placeholders.push_back(std::move(placeholder));
+    }
+  }
+  if (!differentiable.empty()) {
+    std::vector<std::int64_t> candidates;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].requires_grad()) continue;
+      candidates.push_back(static_cast<std::int64_t>(i));
+      targets.push_back(inputs[i]);
+    }
+    const std::vector<Tensor>& statics = tracer.static_tensors();
+    for (std::size_t k = 0; k < statics.size(); ++k) {
+      if (!statics[k].requires_grad()) continue;
+      candidates.push_back(-1 - static_cast<std::int64_t>(k));
+      targets.push_back(statics[k]);
+    }
+    live = tracer.live_storages();
+    const std::vector<Tensor> grads =
+        targets.empty() ? std::vector<Tensor>{}
+                        : autograd::grad(differentiable, targets, placeholders,
+                                         {.retain_graph = true, .allow_unused = true});
+    if (tracer.stopped()) return run_as_written(tracer.stop_reason());  // a hook read a value
+    for (std::size_t t = 0; t < grads.size(); ++t) {
+      if (!grads[t].defined()) continue;  // the outputs do not depend on this target
+      grad_targets_.push_back(candidates[t]);
+      results.push_back(grads[t]);
+    }
+    has_backward_ = !grad_targets_.empty();
+  }
+  if (whole_step_) keep_made_gradients(tracer, first_serial);
+  tracer.finish(results);
+  statics_ = tracer.static_tensors();
+  note_gradient_state(writes);
   joint.verify();
   // One device per trace: its tree manager is per device.
-  traced->device_ = inputs.empty()
-                        ? (traced->statics_.empty() ? kCPU : traced->statics_[0].device())
-                        : inputs[0].device();
+  device_ = inputs.empty() ? (statics_.empty() ? kCPU : statics_[0].device()) : inputs[0].device();
   for (const Value& value : joint.values()) {
-    if (value.device == traced->device_) continue;
+    if (value.device == device_) continue;
     std::ostringstream reason;
-    reason << "it uses tensors on " << value.device << " and on " << traced->device_
+    reason << "it uses tensors on " << value.device << " and on " << device_
            << "; a graph runs on one device";
-    traced->eager_reason_ = reason.str();
-    return traced;
+    return run_as_written(reason.str());
   }
-  if (!traced->kept_state_.empty()) {
-    std::string values;
-    for (const std::string& value : traced->kept_state_)
-      values += (values.empty() ? "" : "; ") + value;
-    traced->eager_reason_ = "it keeps tensors it made during the call (" + values +
-                            ") past the call: state a replay could not update";
-    return traced;
-  }
-  for (const std::size_t i : traced->differentiable_) {
-    if (!traced->has_backward_) break;
+  for (const std::size_t i : differentiable_) {
+    if (!has_backward_) break;
     const OutputAlias alias = joint.output_alias(i);
     if (alias.kind != AliasKind::None) {
       std::ostringstream reason;
       reason << "output " << i << " is " << alias_kind_name(alias.kind) << " " << alias.index
              << " and needs a gradient; return a new tensor (clone() it)";
-      traced->eager_reason_ = reason.str();
-      return traced;
+      return run_as_written(reason.str());
     }
   }
-  if (traced->has_backward_) {
-    traced->parts_ = partition_joint(joint, traced->num_inputs_, traced->num_outputs_, forward_end);
-    traced->parts_->forward.verify();
-    traced->parts_->backward.verify();
-    traced->parts_->forward.compact_uniform_constants();
-    traced->parts_->backward.compact_uniform_constants();
+  // From here on this call's outputs are the eager run's values without their eager graph
+  // (dropped now, so that it holds nothing): with a backward, they get a compiled call's node.
+  TensorList first = detached(outputs);
+  TensorList held = detached(results);
+  held.insert(held.end(), placeholders.begin(), placeholders.end());
+  outputs.clear();
+  results.clear();
+  differentiable.clear();
+  kept_state_ = tracer.values_kept_outside(held, live);
+  if (has_backward_) {
+    parts_ = partition_joint(joint, num_inputs_, num_outputs_, forward_end);
+    parts_->forward.verify();
+    parts_->backward.verify();
+    parts_->forward.compact_uniform_constants();
+    parts_->backward.compact_uniform_constants();
   } else {
-    traced->inference_ = without_dead_nodes(joint, joint.name() + "_inference");
-    traced->inference_->verify();
-    traced->inference_->compact_uniform_constants();
+    inference_ = without_dead_nodes(joint, joint.name() + "_inference");
+    inference_->verify();
+    inference_->compact_uniform_constants();
   }
-  traced->build(options);
-  return traced;
+  if (!kept_state_.empty()) {
+    std::string values;
+    for (const std::string& value : kept_state_) values += (values.empty() ? "" : "; ") + value;
+    eager_reason_ = "it keeps tensors it made during the call (" + values +
+                    ") past the call: state a replay could not update";
+  }
+  build(options);
+  finish_first_call(tracer, live, inputs, std::move(first), where);
+}
+
+// This call's outputs (Note [Exactly one eager call's effects]): with a backward, the node of a
+// compiled call, whose backward graph runs interpreted on the values the eager run left.
+void TracedFunction::finish_first_call(const Tracer& tracer, const std::vector<StoragePtr>& live,
+                                       const TensorList& inputs, TensorList outputs,
+                                       const std::source_location& where) {
+  if (has_backward_) {
+    const Graph& joint = tracer.graph();
+    std::vector<Tensor> saved;
+    for (std::size_t k = 0; k < parts_->saved.size(); ++k) {
+      const std::int32_t input = parts_->saved_input_index[k];
+      if (input >= 0) {
+        saved.push_back(inputs[static_cast<std::size_t>(input)].detach());
+        continue;
+      }
+      const Value& value = joint.value(parts_->saved[k]);
+      const Storage* storage = tracer.storage_of(parts_->saved[k]);
+      const auto found = std::find_if(live.begin(), live.end(), [&](const StoragePtr& candidate) {
+        return candidate.get() == storage;
+      });
+      GROVE_INTERNAL_ASSERT(storage != nullptr && found != live.end(), "compiled function '",
+                            name_, "': a value its backward reads (",
+                            joint.describe_value(parts_->saved[k]),
+                            ") was not alive when the function returned");
+      saved.emplace_back(IntrusivePtr<TensorImpl>::make(*found, value.dtype, value.sizes,
+                                                        value.strides, value.storage_offset));
+    }
+    attach_compiled_backward(shared_from_this(), outputs, differentiable_, std::move(saved),
+                             gradient_edges(inputs), "CompiledBackward(" + name_ + ")",
+                             where, BackwardRoute::Interpreted);
+  }
+  first_outputs_ = std::move(outputs);
+}
+
+std::vector<autograd::Edge> TracedFunction::gradient_edges(const TensorList& inputs) const {
+  std::vector<autograd::Edge> edges;
+  for (const std::int64_t target : grad_targets_) {
+    const Tensor& tensor = target >= 0 ? inputs[static_cast<std::size_t>(target)]
+                                       : statics_[static_cast<std::size_t>(-1 - target)];
+    edges.push_back(tensor.requires_grad() ? autograd::gradient_edge(tensor) : autograd::Edge{});
+  }
+  return edges;
 }
 
 void TracedFunction::build(const CompileOptions& options) {
@@ -252,7 +232,7 @@ void TracedFunction::build(const CompileOptions& options) {
   } else {
     forward_interpreter_ = std::make_unique<Interpreter>(*inference_);
   }
-  if (mode_ != CompileMode::Graphed) return;
+  if (mode_ != CompileMode::Graphed || eager()) return;
   TreeManager& manager = tree_manager(device_);
   if (options.tree_options) manager.options() = *options.tree_options;
   auto wrap = [&](const Graph& graph, Interpreter* interpreter, FunctionMode mode,
@@ -260,6 +240,7 @@ void TracedFunction::build(const CompileOptions& options) {
     WrappedFunction function;
     function.name = name_ + " " + part;
     function.mode = mode;
+    function.warmed_up = true;  // by the call that traced (Note [Exactly one eager call's effects])
     const std::size_t num_inputs = graph.inputs().size();
     for (std::size_t i = 0; i < graph.statics().size(); ++i) {
       function.static_input_indices.push_back(static_cast<int>(num_inputs + i));
@@ -401,30 +382,19 @@ TensorList TracedFunction::call(const TensorList& inputs, const std::source_loca
                                : outputs[next_computed++]);
   }
   outputs.resize(num_outputs_);
-  std::vector<autograd::Edge> edges;
-  for (const std::int64_t target : grad_targets_) {
-    const Tensor& tensor = target >= 0 ? inputs[static_cast<std::size_t>(target)]
-                                       : statics_[static_cast<std::size_t>(-1 - target)];
-    edges.push_back(tensor.requires_grad() ? autograd::gradient_edge(tensor) : autograd::Edge{});
-  }
-  std::vector<autograd::TensorMeta> metas;
-  for (const std::size_t i : differentiable_) metas.push_back(autograd::TensorMeta::of(outputs[i]));
-  auto node = IntrusivePtr<CompiledBackward>::make(shared_from_this(), std::move(saved),
-                                                   std::move(metas), std::move(edges),
-                                                   "CompiledBackward(" + name_ + ")", where);
-  for (std::size_t j = 0; j < differentiable_.size(); ++j) {
-    autograd::set_history(outputs[differentiable_[j]], node, static_cast<std::uint32_t>(j));
-  }
+  attach_compiled_backward(shared_from_this(), outputs, differentiable_, std::move(saved),
+                           gradient_edges(inputs), "CompiledBackward(" + name_ + ")", where,
+                           BackwardRoute::Managed);
   return outputs;
 }
 
 TensorList TracedFunction::run_backward(const TensorList& saved_and_grads,
-                                        const std::source_location& where) {
+                                        const std::source_location& where, BackwardRoute route) {
   TensorList all = saved_and_grads;
   for (const std::int32_t k : parts_->backward_statics) {
     all.push_back(statics_[static_cast<std::size_t>(k)]);
   }
-  if (!backward_function_) {
+  if (!backward_function_ || route == BackwardRoute::Interpreted) {
     return interpret(*backward_interpreter_, all, saved_and_grads.size());
   }
   // The gradients live in the tree manager's pool until the generation ends; autograd copies

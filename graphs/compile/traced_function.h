@@ -2,14 +2,32 @@
 // that run them, their managed functions, and the call that ties them to autograd.
 // See graphs/compile/compile.h for the whole story; this file is steps 1-4 for one signature.
 //
+// Note [Exactly one eager call's effects]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every call of a compiled function has the effects of exactly one eager call: the call that
+// traces, the calls that replay and the calls that fall back alike. The trace is not a dry run
+// beside the call: it is the call's eager run, watched by a Tracer, and its results are the
+// call's results (take_outputs()). So:
+//   - a host access in the function (item(), printing, a raw data_ptr()) stops the trace where
+//     it happens and lets the function finish eagerly (Tracer::stop_reason()); the writes it
+//     made before the access happen once, not once in an aborted trace and again in a fallback;
+//   - a trace with a backward does not run its forward graph on the call that traced: the
+//     forward's values are the eager run's. The call's outputs get the node of a compiled call,
+//     whose backward graph runs interpreted on the values the eager run left (held from the
+//     moment the function returned: Tracer::live_storages()). Its eager autograd graph, kept
+//     while the backward was traced, serves instead when the trace turns out unusable before
+//     the graph is dropped (tensors on two devices, an output aliasing an input);
+//   - the tracing run stands for the tree manager's warm-up (WrappedFunction::warmed_up): the
+//     next call records and the one after replays, for training and inference functions alike.
+//
 // Note [Whole training steps]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A function that calls backward() itself, and then an optimizer's update, is a whole step:
 // its trace has no backward of its own, so it is one inference graph in which the update
 // writes the parameters, the gradients and the optimizer's state (static inputs) in place.
 // Running such a function has effects, so:
-//   - the call that traces takes the trace's own outputs (the trace ran the function for
-//     real); running the graph as well would apply the update twice (take_outputs());
+//   - the call that traces takes the trace's own outputs, as every call that traces does
+//     (Note [Exactly one eager call's effects]);
 //   - a trace that left tensors it made alive past the call (an optimizer's state made on its
 //     first step) cannot be replayed: the graph would write its own memory, not theirs. That
 //     call's results stand, and the next call traces again, when the state exists and is found
@@ -34,6 +52,8 @@
 
 #include "autograd/grad_writes.h"
 #include "graphs/compile/compile.h"
+#include "graphs/compile/compiled_backward.h"
+#include "graphs/compile/signature.h"
 #include "graphs/ir/graph.h"
 #include "graphs/ir/interpreter.h"
 #include "graphs/trace/partition.h"
@@ -42,33 +62,16 @@
 
 namespace grove::graphs {
 
-// What makes two calls the same trace.
-struct Signature {
-  struct Input {
-    DimVector sizes;
-    DType dtype;
-    Device device;
-    bool requires_grad;
-    friend bool operator==(const Input& a, const Input& b) {
-      return IntArrayRef(a.sizes) == IntArrayRef(b.sizes) && a.dtype == b.dtype &&
-             a.device == b.device && a.requires_grad == b.requires_grad;
-    }
-  };
-  std::vector<Input> inputs;
-  bool grad_mode = true;
-  friend bool operator==(const Signature&, const Signature&) = default;
-
-  static Signature of(const TensorList& inputs);
-  std::string describe() const;  // "(float32[128, 784], float32[128] requires_grad), grad on"
-};
-
 class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
  public:
-  // Traces `function` on `inputs` (running it once). If the trace cannot be replayed, the
-  // result is eager() with the reason.
+  // Traces `function` on `inputs`: runs it once, eagerly, as this call's run (see the Note);
+  // take_outputs() then has its results. If the trace cannot be replayed, the result is
+  // eager() with the reason.
+  // `where` is the caller's source location (see CompiledFunction's call).
   static std::shared_ptr<TracedFunction> trace(
       const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
-      const CompileOptions& options);
+      const CompileOptions& options,
+      const std::source_location& where = std::source_location::current());
 
   // Runs the traced graphs on `inputs` (of this signature) and returns the outputs, with an
   // autograd node attached when the trace has a backward.
@@ -81,9 +84,8 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   bool made_state() const { return !kept_state_.empty(); }
   // A function that ran backward() itself: one inference graph for the whole step.
   bool whole_step() const { return whole_step_; }
-  // The outputs of the trace's own run, once (then nullopt): a trace without a backward ran
-  // the function for real, so they are the tracing call's results, and running the graph as
-  // well would apply its writes (an optimizer's update) twice.
+  // The outputs of the trace's own run, once (then nullopt): the tracing call's results
+  // (Note [Exactly one eager call's effects]).
   std::optional<TensorList> take_outputs() {
     std::optional<TensorList> outputs = std::move(first_outputs_);
     first_outputs_.reset();
@@ -100,6 +102,7 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   bool gradient_state_matches() const;
   bool gradient_replaced() const;
 
+  const std::string& name() const { return name_; }
   // CompileOptions::explain of the compile() that traced this.
   ExplainLevel explain_setting() const { return explain_; }
 
@@ -112,13 +115,21 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
 
   // --- used by the autograd node ---
   // `where`: the source location of the call whose backward this is.
-  TensorList run_backward(const TensorList& saved_and_grads, const std::source_location& where);
+  TensorList run_backward(const TensorList& saved_and_grads, const std::source_location& where,
+                          BackwardRoute route);
   // Which output gradients the backward takes, and where its results go.
   const std::vector<std::size_t>& differentiable_outputs() const { return differentiable_; }
 
  private:
   TracedFunction() = default;
+  void run_traced(const std::function<TensorList(const TensorList&)>& function,
+                  const TensorList& inputs, const CompileOptions& options,
+                  const std::source_location& where);
+  void finish_first_call(const Tracer& tracer, const std::vector<StoragePtr>& live,
+                         const TensorList& inputs, TensorList outputs,
+                         const std::source_location& where);
   void build(const CompileOptions& options);
+  std::vector<autograd::Edge> gradient_edges(const TensorList& inputs) const;
   void note_gradient_state(const std::vector<autograd::GradWrite>& writes);
   void keep_made_gradients(Tracer& tracer, std::uint64_t first_serial);
 

@@ -2,6 +2,7 @@
 // See Note [What a trace sees] in tracer.h.
 #include "graphs/trace/tracer.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "core/error.h"
@@ -9,34 +10,55 @@
 
 namespace grove::graphs {
 
-Tracer::Tracer(Graph& graph) : graph_(graph), first_serial_(Storage::latest_serial()) {
+namespace {
+thread_local int tracers_on_this_thread = 0;  // recording ones
+}  // namespace
+
+Tracer::Tracer(Graph& graph, OnHostAccess on_host_access)
+    : graph_(graph), first_serial_(Storage::latest_serial()), on_host_access_(on_host_access) {
   GROVE_INTERNAL_ASSERT(graph.nodes().empty() && graph.values().empty(),
                         "a Tracer needs an empty graph");
   ops::add_op_observer(this);
   add_core_observer(this);
   active_ = true;
-  no_host_reads_.emplace();
+  ++tracers_on_this_thread;
+  watch_.emplace(*this);
 }
 
 Tracer::~Tracer() {
-  if (!active_) return;
+  if (active_) stop_observing();
+}
+
+bool Tracer::tracing_on_this_thread() {
+  return tracers_on_this_thread > 0;
+}
+
+void Tracer::stop_observing() {
   remove_core_observer(this);
   ops::remove_op_observer(this);
+  watch_.reset();
+  --tracers_on_this_thread;
+  active_ = false;
+}
+
+void Tracer::on_host_access(Device, const char*, const std::string& message) {
+  if (on_host_access_ == OnHostAccess::Throw) throw HostReadDuringTrace(message, __FILE__, __LINE__);
+  stop_reason_ = message;
+  stop_observing();  // the access, and what follows, run as eager code
 }
 
 ValueId Tracer::add_input(const Tensor& input, std::string name) {
   GROVE_CHECK(input.defined(), "trace of ", graph_.name(), ": input ", graph_.inputs().size(),
               " is undefined");
-  GROVE_CHECK(!values_.contains(input.impl()), "trace of ", graph_.name(), ": input ",
-              graph_.inputs().size(),
-              " is the same tensor as an earlier input; pass each tensor once");
+  // The same tensor passed twice: the later input is the one its uses refer to (the two are
+  // one value for every call of this signature: Note [The signature of a compiled call]).
   const ValueId id = graph_.add_input(input, std::move(name));
   define(input, id);
   return id;
 }
 
 void Tracer::finish(const std::vector<Tensor>& outputs) {
-  GROVE_INTERNAL_ASSERT(active_, "Tracer::finish called twice");
+  GROVE_INTERNAL_ASSERT(active_, "Tracer::finish called twice, or after a stop");
   std::vector<ValueId> ids;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     GROVE_CHECK(outputs[i].defined(), "trace of ", graph_.name(), ": output ", i,
@@ -44,25 +66,44 @@ void Tracer::finish(const std::vector<Tensor>& outputs) {
     ids.push_back(value_of(outputs[i]));
   }
   graph_.set_outputs(std::move(ids));
-  remove_core_observer(this);
-  ops::remove_op_observer(this);
-  no_host_reads_.reset();
-  active_ = false;
+  stop_observing();
 }
 
-std::vector<std::string> Tracer::values_kept_outside(const std::vector<Tensor>& results) const {
+std::vector<StoragePtr> Tracer::live_storages() const {
+  std::vector<StoragePtr> live;
+  for (const Storage* key : storage_order_) {
+    if (StoragePtr storage = by_storage_.at(key).storage.lock()) live.push_back(std::move(storage));
+  }
+  return live;
+}
+
+const Storage* Tracer::storage_of(ValueId value) const {
+  for (const auto& [storage, entry] : by_storage_) {
+    if (std::find(entry.values.begin(), entry.values.end(), value) != entry.values.end()) {
+      return storage;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Tracer::values_kept_outside(const std::vector<Tensor>& results,
+                                                     const std::vector<StoragePtr>& held) const {
   GROVE_INTERNAL_ASSERT(!active_, "values_kept_outside before finish()");
   // The tracer holds no strong handle: a storage made during the trace that is still alive is
-  // held by somebody, through a tensor the trace saw or another handle on its memory.
-  std::unordered_set<const Storage*> allowed;
+  // held by somebody, through a tensor the trace saw or another handle on its memory (beyond
+  // the one handle of `held` on it).
+  std::unordered_set<const Storage*> allowed, held_once;
   for (const Tensor& result : results) {
     if (result.defined()) allowed.insert(result.storage().get());
   }
   for (const Tensor& tensor : static_tensors_) allowed.insert(tensor.storage().get());
+  for (const StoragePtr& storage : held) held_once.insert(storage.get());
   std::vector<std::string> kept;
   for (const Storage* key : storage_order_) {
     const StorageValues& entry = by_storage_.at(key);
-    if (entry.storage.expired() || key->serial() <= first_serial_ || allowed.contains(key)) {
+    const std::uint32_t ours = held_once.contains(key) ? 1 : 0;
+    if (entry.storage.use_count() <= ours || key->serial() <= first_serial_ ||
+        allowed.contains(key)) {
       continue;
     }
     kept.push_back(graph_.describe_value(entry.values.front()));

@@ -22,10 +22,13 @@
 //     same values the trace did.
 // A trace is a snapshot of the function's behaviour for these inputs: control flow that
 // depends on values, and host-side state the function reads, are baked in (as in
-// torch.jit.trace, JAX's jit and tinygrad's TinyJit). A host read of tensor data during the
-// trace (item(), to_vector(), a device-to-host copy) cannot be replayed: while a Tracer is
-// active, core refuses it with a HostReadDuringTrace error (Note [Host reads during a trace] in
-// core/host_reads.h), which compile() turns into an eager fallback with the reason.
+// torch.jit.trace, JAX's jit and tinygrad's TinyJit). A host access of tensor memory during the
+// trace (item(), to_vector(), printing, a device-to-host copy, a raw data_ptr()) cannot be
+// replayed: core reports it to the active Tracer before it happens (Note [Host reads during a
+// trace] in core/host_reads.h), and the Tracer stops: it stops observing, remembers why
+// (stop_reason()), and lets the access and the rest of the function run as eager code, which
+// compile() then treats as the call's eager run. With OnHostAccess::Throw it throws
+// HostReadDuringTrace instead (CompileOptions::or_error).
 //
 // Usage: Tracer tracer(graph); add the inputs; call the function; finish(outputs). One Tracer
 // per trace. It holds the tensors it saw, and their storages, by weak handles only: a value's
@@ -46,10 +49,11 @@
 
 namespace grove::graphs {
 
-class Tracer final : public ops::OpObserver, public CoreObserver {
+class Tracer final : public ops::OpObserver, public CoreObserver, public HostAccessListener {
  public:
+  enum class OnHostAccess : std::uint8_t { Stop, Throw };
   // Starts observing this thread. `graph` must be empty and outlive the Tracer.
-  explicit Tracer(Graph& graph);
+  explicit Tracer(Graph& graph, OnHostAccess on_host_access = OnHostAccess::Stop);
   ~Tracer() override;
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;
@@ -57,8 +61,25 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
   // Registers a graph input (before the function runs).
   ValueId add_input(const Tensor& input, std::string name = {});
   // Sets the graph's outputs and stops observing. The function's outputs must be defined.
+  // Not after stopped().
   void finish(const std::vector<Tensor>& outputs);
 
+  // True once a host access stopped the trace (the graph is then incomplete); why, as the
+  // fallback reason names it.
+  bool stopped() const { return stop_reason_.has_value(); }
+  const std::string& stop_reason() const { return *stop_reason_; }
+  // Whether any tracer is recording on this thread (compile runs a compiled function called
+  // inside a trace as part of that trace).
+  static bool tracing_on_this_thread();
+
+  // Strong handles on the memory of every value the trace saw that is alive now. Taken when
+  // the function returns, they keep the values its backward will read (compile's first call
+  // runs its backward graph on them: Note [Exactly one eager call's effects]).
+  std::vector<StoragePtr> live_storages() const;
+  // The storage under `value`, if the trace saw one (null for constants' snapshots).
+  const Storage* storage_of(ValueId value) const;
+
+  const Graph& graph() const { return graph_; }
   // The tensors behind the graph's static inputs, in order (what a replay passes as statics).
   const std::vector<Tensor>& static_tensors() const { return static_tensors_; }
 
@@ -72,7 +93,9 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
   // and kept, an intermediate cached in the closure), other than those over the memory of
   // `results` (what the caller of the trace holds on purpose). A replay could not update them:
   // the graph writes its own memory, not theirs. Described as the graph prints them.
-  std::vector<std::string> values_kept_outside(const std::vector<Tensor>& results) const;
+  // `held` are the caller's own handles from live_storages(), which do not count as keeping.
+  std::vector<std::string> values_kept_outside(const std::vector<Tensor>& results,
+                                               const std::vector<StoragePtr>& held = {}) const;
 
   // --- observer callbacks ---
   void before_in_place(const ops::OpCall& call) override;
@@ -81,8 +104,10 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
                   IntArrayRef args) override;
   void before_write(const CoreWrite& write) override;
   void on_write(const CoreWrite& write) override;
+  void on_host_access(Device device, const char* what, const std::string& message) override;
 
  private:
+  void stop_observing();
   void define(const Tensor& tensor, ValueId value);
   std::optional<ValueId> alias_of(const Tensor& tensor);
 
@@ -98,7 +123,9 @@ class Tracer final : public ops::OpObserver, public CoreObserver {
   std::vector<WeakIntrusivePtr<TensorImpl>> seen_;  // the keys of values_ (see the file comment)
   std::vector<Tensor> static_tensors_;
   bool active_ = false;
-  std::optional<NoHostReadsGuard> no_host_reads_;  // from the constructor to finish()
+  OnHostAccess on_host_access_;
+  std::optional<std::string> stop_reason_;
+  std::optional<HostAccessWatch> watch_;  // from the constructor to finish() or a stop
 };
 
 }  // namespace grove::graphs
