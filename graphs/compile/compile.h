@@ -38,8 +38,9 @@
 //     from then on, with the reason logged once and counted (CompileStats), or an error under
 //     CompileOptions::or_error;
 //   - the signature is each input's sizes, strides, dtype, device, requires_grad and how it
-//     shares memory with the other inputs, and grad mode (Note [The signature of a compiled
-//     call]); past recompile_limit signatures, new ones run as written;
+//     shares memory with the other inputs, and grad mode
+//     (Note [The signature of a compiled call]); past recompile_limit signatures, new ones run
+//     as written;
 //   - the first call of a signature traces (an eager run), the second records, later calls
 //     replay: for training and inference functions alike;
 //   - a compiled function called while another compiled function traces (itself, or another
@@ -57,8 +58,8 @@
 //
 // Threading: a CompiledFunction is called on one thread (the thread of its first call; a call
 // from another throws); copies share their traces. Compile one function per thread to run on
-// several: their traces, recordings and random numbers are independent (Note [Random numbers in
-// captured graphs] in core/rng.h).
+// several: their traces, recordings and random numbers are independent
+// (Note [Random numbers in captured graphs] in core/rng.h).
 #pragma once
 
 #include <cstdint>
@@ -87,8 +88,9 @@ struct CompileOptions {
   // Applied to the device's tree manager (graphs::tree_manager) when this function first
   // records on it; unset: the manager's own options.
   std::optional<TreeOptions> tree_options;
-  // The most input signatures this function is traced for (Note [The signature of a compiled
-  // call] in graphs/compile/signature.h); calls with a further signature run as written, with
+  // The most input signatures this function is traced for
+  // (Note [The signature of a compiled call] in graphs/compile/signature.h); calls with a further
+  // signature run as written, with
   // the reason said once, counted (CompileStats::recompile_limit_calls, graphs::stats()) and
   // explained, or throw under or_error. As Dynamo's recompile limit, for the same reason: each
   // signature costs a trace, a recording and graph memory. 0: no limit.

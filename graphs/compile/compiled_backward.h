@@ -14,8 +14,8 @@ namespace grove::graphs {
 class TracedFunction;
 
 // How a compiled call's backward runs its graph: through the tree manager (warm-up, record,
-// replay), or interpreted outside it (the call that traced, whose forward ran eagerly: Note
-// [Exactly one eager call's effects] in traced_function.h).
+// replay), or interpreted outside it (the call that traced, whose forward ran eagerly:
+// Note [Exactly one eager call's effects] in traced_function.h).
 enum class BackwardRoute : std::uint8_t { Managed, Interpreted };
 
 // Makes `outputs[differentiable[j]]` (j in order) the outputs of one node whose backward runs

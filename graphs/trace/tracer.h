@@ -24,8 +24,8 @@
 // depends on values, and host-side state the function reads, are baked in (as in
 // torch.jit.trace, JAX's jit and tinygrad's TinyJit). A host access of tensor memory during the
 // trace (item(), to_vector(), printing, a device-to-host copy, a raw data_ptr()) cannot be
-// replayed: core reports it to the active Tracer before it happens (Note [Host reads during a
-// trace] in core/host_reads.h), and the Tracer stops: it stops observing, remembers why
+// replayed: core reports it to the active Tracer before it happens
+// (Note [Host reads during a trace] in core/host_reads.h), and the Tracer stops: it stops observing, remembers why
 // (stop_reason()), and lets the access and the rest of the function run as eager code, which
 // compile() then treats as the call's eager run. With OnHostAccess::Throw it throws
 // HostReadDuringTrace instead (CompileOptions::or_error).

@@ -86,7 +86,7 @@ TEST_F(CompileSemantics, AWriteBeforeAHostReadHappensOnce) {
     const Tensor counter = on_device(zeros({1}));
     CompiledFunction f = compile(
         [&](const Tensor& x) {
-          add_(counter, on_device(ones({1})));
+          add_(counter, ones({1}, TensorOptions().device(kTestDevice)));
           return x * sum(x).item<float>();
         },
         quiet());
@@ -108,7 +108,7 @@ TEST_F(CompileSemantics, AForwardThatUpdatesABufferUpdatesItOncePerCallAndDiffer
         [&](const TensorList& in) {
           {
             const autograd::NoGradGuard no_grad;
-            add_(steps, on_device(ones({1})));
+            add_(steps, ones({1}, TensorOptions().device(kTestDevice)));
           }
           return TensorList{sum(linear(in[0], w))};
         },
@@ -149,6 +149,25 @@ TEST_F(CompileSemantics, ABranchOnARawPointerReadIsSeenAndRunsAsWritten) {
     strict.or_error = true;
     CompiledFunction g = compile(branchy, strict);
     EXPECT_THAT(error_of([&] { g(full({3}, 1.0f)); }), HasSubstr("data_ptr()"));
+  });
+}
+
+// On any device: a raw pointer handed to the caller (who could pass it to a kernel of their own)
+// stops the trace, though nothing is read through it here.
+TEST_F(CompileSemantics, ARawPointerTakenInsideATraceStopsIt) {
+  on_fresh_thread([] {
+    std::vector<const void*> pointers;
+    CompiledFunction f = compile(
+        [&](const Tensor& x) {
+          pointers.push_back(x.data_ptr());
+          return x * 2.0;
+        },
+        quiet());
+    const Tensor x = input({3}, 4);
+    for (int call = 0; call < 3; ++call) expect_equal(x * 2.0, f(x), "call");
+    EXPECT_EQ(pointers.size(), 3u);  // once per call, the call that traced included
+    EXPECT_EQ(f.stats().eager_calls, 3u);
+    EXPECT_THAT(f.stats().eager_reasons.begin()->first, HasSubstr("raw pointer"));
   });
 }
 
@@ -250,7 +269,7 @@ TEST_F(CompileSemantics, SignaturesPastTheRecompileLimitRunAsWrittenSaidOnce) {
 TEST_F(CompileSemantics, TheSameTensorPassedTwiceGivesEagerResultsOnEveryCall) {
   on_fresh_thread([] {
     auto write_then_read = [](const TensorList& in) {
-      add_(in[0], on_device(ones({4})));
+      add_(in[0], ones({4}, TensorOptions().device(kTestDevice)));
       return TensorList{in[1] * 2.0};
     };
     CompiledFunction f = compile(write_then_read, quiet());

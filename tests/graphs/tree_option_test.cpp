@@ -208,5 +208,55 @@ TEST_F(TreeOption, AFailedCaptureLeavesNoPartialWorkBehind) {
   });
 }
 
+// Note [Retrying a failed capture]: a capture that fails once (another thread's work, say) is
+// tried again after one eager call, and records; one that always fails is tried
+// capture_retry_limit more times, waiting 1, 3, ... eager calls between tries, then never again.
+TEST_F(TreeOption, AFailedCaptureIsRetriedLaterAndAFailureThatStaysIsFinal) {
+  with_manager([](TreeManager& manager) {
+    bool fail_once = true;
+    WrappedFunction passing;
+    passing.name = "fails_once";
+    passing.callable = [&](const TensorList& in) {
+      if (fail_once && is_capturing(current_stream(testing::kTestDevice))) {
+        fail_once = false;
+        GROVE_CHECK(false, "a failure that passes");
+      }
+      return TensorList{ops::mul(in[0], 2.0f)};
+    };
+    ManagedFunction f = manager.add_function(passing);
+    // 1 warms up, 2 fails to record (eager), 3 runs eagerly, 4 records, 5 replays.
+    for (int call = 1; call <= 5; ++call) {
+      EXPECT_EQ(values(f({filled(2, 1.0f)})[0]), std::vector<float>(2, 2.0f)) << "call " << call;
+    }
+    EXPECT_EQ(manager.counters().recordings, 1u);
+    EXPECT_EQ(manager.counters().replays, 1u);
+    EXPECT_EQ(manager.counters().capture_retries, 1u);
+    EXPECT_EQ(manager.counters().fallbacks.at(FallbackReason::CaptureFailed), 2u);
+  });
+  TreeOptions options = test_options();
+  options.capture_retry_limit = 2;
+  with_manager(
+      [](TreeManager& manager) {
+        int attempts = 0;
+        WrappedFunction always;
+        always.name = "reads_on_the_host";
+        always.callable = [&](const TensorList& in) {
+          attempts += is_capturing(current_stream(testing::kTestDevice)) ? 1 : 0;
+          Tensor y = ops::mul(in[0], 2.0f);
+          y.to_vector<float>();  // a host read: not allowed while capturing
+          return TensorList{y};
+        };
+        ManagedFunction f = manager.add_function(always);
+        // Tries at calls 2, 4 (after 1 eager call) and 8 (after 3); then never again.
+        for (int call = 1; call <= 20; ++call) {
+          EXPECT_EQ(values(f({filled(2, 1.0f)})[0]), std::vector<float>(2, 2.0f)) << call;
+        }
+        EXPECT_EQ(attempts, 3);
+        EXPECT_EQ(manager.counters().capture_retries, 2u);
+        EXPECT_EQ(manager.counters().recordings, 0u);
+      },
+      options);
+}
+
 }  // namespace
 }  // namespace grove::graphs
