@@ -353,6 +353,7 @@ TEST_F(CompileSemantics, CapturesOnTwoThreadsAreIndependentOfEachOthersRandomOps
   std::vector<float> eager_draw;
   std::exception_ptr errors[2];
   auto capture = [&](int which) {
+    bool arrived[2] = {false, false};  // at both_capturing, at eager_draw_done
     try {
       DeviceGraph graph(kTestDevice);
       const Stream stream = new_stream(kTestDevice, "capture tests");
@@ -361,15 +362,18 @@ TEST_F(CompileSemantics, CapturesOnTwoThreadsAreIndependentOfEachOthersRandomOps
       {
         StreamGuard guard(stream);
         graph.begin_capture(stream);
+        arrived[0] = true;
         both_capturing.arrive_and_wait();
         if (which == 0) {
           out = dropout(x, 0.5);
+          arrived[1] = true;
           eager_draw_done.arrive_and_wait();  // thread 1 drew while this thread captured
           graph.end_capture();
         } else {
           out = x * 2.0;
           graph.end_capture();
           eager_draw = values(rand({16}, TensorOptions().device(kTestDevice)));
+          arrived[1] = true;
           eager_draw_done.arrive_and_wait();
         }
         graph.replay();
@@ -386,6 +390,9 @@ TEST_F(CompileSemantics, CapturesOnTwoThreadsAreIndependentOfEachOthersRandomOps
       release_stream(stream);
     } catch (...) {
       errors[which] = std::current_exception();
+      // Let the other thread go on rather than wait for this one forever.
+      if (!arrived[0]) both_capturing.arrive_and_drop();
+      if (!arrived[1]) eager_draw_done.arrive_and_drop();
     }
   };
   const std::uint64_t offset_before = generator.offset();
