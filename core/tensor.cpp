@@ -76,8 +76,8 @@ T Tensor::item() const {
   GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
               sizes(), " (", numel(), " elements)");
   check_host_read(device(), "item()");
-  const SuspendCoreObservers host_read;  // see Note [Core observers]
-  const InternalDataAccess reported;     // see Note [Host reads during a trace]
+  const SuspendCoreObservers host_read;               // see Note [Core observers]
+  const InternalDataAccess reported;                  // see Note [Host reads during a trace]
   if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
   T result{};
   dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
@@ -104,8 +104,8 @@ T Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   check_host_read(device(), "to_vector()");
-  const SuspendCoreObservers host_read;  // see Note [Core observers]
-  const InternalDataAccess reported;     // see Note [Host reads during a trace]
+  const SuspendCoreObservers host_read;                    // see Note [Core observers]
+  const InternalDataAccess reported;                       // see Note [Host reads during a trace]
   if (!device().is_cpu()) return to(kCPU).to_vector<T>();  // copies and synchronises
   Tensor dense = contiguous();
   if (dense.dtype() != dtype_of<T>) dense = dense.to(dtype_of<T>);

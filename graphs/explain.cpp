@@ -114,9 +114,9 @@ std::string GraphStats::to_text() const {
              " compiled calls inside another trace\n", "graph trees: ", trees.warmups,
              " warm-ups, ", trees.recordings, " recordings, ", trees.replays, " replays, ",
              trees.checkpoints, " checkpoint restores, ", trees.rerecords, " re-records, ",
-             trees.capture_retries, " capture retries, ",
-             trees.generations, " generations ended, ", trees.poisoned_outputs,
-             " outputs poisoned\n", "eager fallbacks: ", trees.eager_fallbacks, fallbacks, "\n",
+             trees.capture_retries, " capture retries, ", trees.generations, " generations ended, ",
+             trees.poisoned_outputs, " outputs poisoned\n",
+             "eager fallbacks: ", trees.eager_fallbacks, fallbacks, "\n",
              "graph pools: ", format_bytes(pool_bytes), " reserved\n");
 }
 

@@ -80,7 +80,7 @@ struct GraphStats {
   std::uint64_t recompile_limit_hits = 0;
   // Compiled calls made inside another compiled function's trace (run as part of that trace).
   std::uint64_t inlined_calls = 0;
-  std::size_t pool_bytes = 0;     // memory reserved by graph pools now, every device
+  std::size_t pool_bytes = 0;  // memory reserved by graph pools now, every device
   // A few lines for the end of a program.
   std::string to_text() const;
 };

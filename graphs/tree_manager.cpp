@@ -241,8 +241,7 @@ TensorList TreeManager::run_function(FunctionInfo& function, TensorList& inputs)
 
   // A warm-up's outputs have no recorded addresses, so after one only warm-ups may follow
   // until the path ends.
-  const bool warmed_up =
-      function.warmed_up || function.wrapped->warmed_up || options_.skip_warmup;
+  const bool warmed_up = function.warmed_up || function.wrapped->warmed_up || options_.skip_warmup;
   if (!warmed_up || state_ == PathState::Warmup) {
     if (state_ == PathState::Execution) {
       apply_checkpoint(str("'", function.label(), "' warms up after the replays of this path"));

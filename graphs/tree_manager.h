@@ -96,10 +96,10 @@
 // capturing, say) runs its body twice on that call: once inside the aborted capture, where its
 // kernels are recorded but never run and its allocations go back to the pool, and once eagerly,
 // which is the run whose results the caller gets; later calls at that tree position run eagerly
-// and try again now and then (Note [Retrying a failed capture]). The aborted capture leaves no data behind (its kernels never run, the
-// pool holds nothing of it, checked under debug_checks), but side effects of the body outside
-// grove's kernels happen twice, and in-place ops in it bump their inputs' version counters
-// during the capture as well.
+// and try again now and then (Note [Retrying a failed capture]). The aborted capture leaves no data
+// behind (its kernels never run, the pool holds nothing of it, checked under debug_checks), but
+// side effects of the body outside grove's kernels happen twice, and in-place ops in it bump their
+// inputs' version counters during the capture as well.
 //
 // Note [Retrying a failed capture]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -119,7 +119,7 @@ struct TreeCounters {
   std::uint64_t rerecords = 0;        // recordings caused by moved static/managed inputs
   std::uint64_t eager_fallbacks = 0;  // calls run eagerly outside the pool
   std::uint64_t poisoned_outputs = 0;
-  std::uint64_t generations = 0;                      // new generations started
+  std::uint64_t generations = 0;      // new generations started
   std::uint64_t capture_retries = 0;  // recordings tried again after a failed capture
   std::map<FallbackReason, std::uint64_t> fallbacks;  // eager_fallbacks by reason
 };

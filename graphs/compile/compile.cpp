@@ -57,10 +57,11 @@ void explain_trace(const std::string& name, const Signature& signature,
   for (int n = 0; n < kLines && std::getline(text, line); ++n) explain("  " + line);
 }
 
-// The trace serving `inputs`: an existing one, a new one (this call's eager run), or null when
-// the signature is past the recompile limit.
+// The trace serving `inputs`: an existing one, a new one (this call's eager run, whose results
+// go to `outputs`), or null when the signature is past the recompile limit.
 std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const TensorList& inputs,
-                                          const std::source_location& where) {
+                                          const std::source_location& where,
+                                          std::optional<TensorList>& outputs) {
   const Signature signature = Signature::of(inputs);
   for (auto it = state.traces.begin(); it != state.traces.end(); ++it) {
     if (!(it->first == signature)) continue;
@@ -102,12 +103,12 @@ std::shared_ptr<TracedFunction> trace_for(detail::CompiledState& state, const Te
         seen.push_back(&traced_signature);
       }
     }
-    const bool known = std::any_of(seen.begin(), seen.end(),
-                                   [&](const Signature* s) { return *s == signature; });
+    const bool known =
+        std::any_of(seen.begin(), seen.end(), [&](const Signature* s) { return *s == signature; });
     if (!known && seen.size() >= limit) return nullptr;
   }
   std::shared_ptr<TracedFunction> traced =
-      TracedFunction::trace(state.function, inputs, state.options, where);
+      TracedFunction::trace(state.function, inputs, state.options, where, &outputs);
   ++state.stats.traces;
   count_event(GraphEvent::Trace);
   if (explaining()) explain_trace(state.options.name, signature, *traced);
@@ -172,7 +173,8 @@ TensorList CompiledFunction::operator()(const TensorList& inputs,
     }
     return state.function(inputs);
   }
-  const std::shared_ptr<TracedFunction> found = trace_for(state, inputs, where);
+  std::optional<TensorList> outputs;  // of a call that traced
+  const std::shared_ptr<TracedFunction> found = trace_for(state, inputs, where, outputs);
   if (found == nullptr) {
     const std::string reason =
         str("a new input signature ", Signature::of(inputs).describe(), " past the limit of ",
@@ -189,7 +191,7 @@ TensorList CompiledFunction::operator()(const TensorList& inputs,
   }
   TracedFunction& traced = *found;
   // The call that traced ran the function: its results are this call's.
-  if (std::optional<TensorList> outputs = traced.take_outputs()) {
+  if (outputs) {
     // (A step that made its state is traced again on the next call, not run as written.)
     if (!traced.eager() || traced.made_state()) return *std::move(outputs);
     return run_as_written(state, traced.eager_reason(), std::move(outputs), inputs);

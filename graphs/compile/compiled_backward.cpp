@@ -81,9 +81,9 @@ void attach_compiled_backward(std::shared_ptr<TracedFunction> traced, std::vecto
                               BackwardRoute route) {
   std::vector<autograd::TensorMeta> metas;
   for (const std::size_t i : differentiable) metas.push_back(autograd::TensorMeta::of(outputs[i]));
-  auto node = IntrusivePtr<CompiledBackward>::make(std::move(traced), std::move(saved),
-                                                   std::move(metas), std::move(edges),
-                                                   std::move(name), where, route);
+  auto node =
+      IntrusivePtr<CompiledBackward>::make(std::move(traced), std::move(saved), std::move(metas),
+                                           std::move(edges), std::move(name), where, route);
   for (std::size_t j = 0; j < differentiable.size(); ++j) {
     autograd::set_history(outputs[differentiable[j]], node, static_cast<std::uint32_t>(j));
   }

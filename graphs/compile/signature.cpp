@@ -15,8 +15,8 @@ Signature Signature::of(const std::vector<Tensor>& inputs) {
     const Tensor& input = inputs[i];
     GROVE_CHECK(input.defined(), "compiled function: input ", i,
                 " is undefined; pass defined tensors");
-    Input entry{DimVector(input.sizes()), DimVector(input.strides()), input.dtype(),
-                input.device(), input.requires_grad()};
+    Input entry{DimVector(input.sizes()), DimVector(input.strides()), input.dtype(), input.device(),
+                input.requires_grad()};
     for (std::size_t j = 0; j < i; ++j) {
       if (inputs[j].storage() != input.storage()) continue;
       entry.shares_memory_with = static_cast<std::int32_t>(j);

@@ -34,7 +34,8 @@ std::string indexed(const char* prefix, std::size_t index) {
 TensorList detached(const TensorList& tensors) {
   TensorList result;
   result.reserve(tensors.size());
-  for (const Tensor& tensor : tensors) result.push_back(tensor.defined() ? tensor.detach() : tensor);
+  for (const Tensor& tensor : tensors)
+    result.push_back(tensor.defined() ? tensor.detach() : tensor);
   return result;
 }
 
@@ -42,22 +43,24 @@ TensorList detached(const TensorList& tensors) {
 
 std::shared_ptr<TracedFunction> TracedFunction::trace(
     const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
-    const CompileOptions& options, const std::source_location& where) {
+    const CompileOptions& options, const std::source_location& where,
+    std::optional<TensorList>* outputs) {
   std::shared_ptr<TracedFunction> traced(new TracedFunction());
   traced->name_ = options.name;
   traced->mode_ = options.mode;
   traced->explain_ = options.explain;
   traced->num_inputs_ = inputs.size();
-  traced->run_traced(function, inputs, options, where);
+  std::optional<TensorList> results = traced->run_traced(function, inputs, options, where);
+  if (outputs != nullptr) *outputs = std::move(results);
   return traced;
 }
 
 // The call's eager run under a Tracer, and what is made of it: see
-// Note [Exactly one eager call's effects]. Every return leaves first_outputs_ set, but for
-// a host access refused under or_error.
-void TracedFunction::run_traced(const std::function<TensorList(const TensorList&)>& function,
-                                const TensorList& inputs, const CompileOptions& options,
-                                const std::source_location& where) {
+// Note [Exactly one eager call's effects]. Returns the call's outputs, but for a host access
+// refused under or_error.
+std::optional<TensorList> TracedFunction::run_traced(
+    const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
+    const CompileOptions& options, const std::source_location& where) {
   Graph joint(name_);
   std::int32_t forward_end = 0;
   const std::uint64_t first_serial = Storage::latest_serial();
@@ -70,13 +73,13 @@ void TracedFunction::run_traced(const std::function<TensorList(const TensorList&
     outputs = function(inputs);
   } catch (const HostReadDuringTrace& error) {  // under or_error: the call reports it
     eager_reason_ = error.message();
-    return;
+    return std::nullopt;
   }
   // A host access stopped the trace; the function ran on eagerly to its end, and that run was
   // this call. Its outputs keep their eager autograd history.
   auto run_as_written = [&](std::string reason) {
     eager_reason_ = std::move(reason);
-    first_outputs_ = outputs;
+    return std::optional<TensorList>(outputs);
   };
   if (tracer.stopped()) return run_as_written(tracer.stop_reason());
   // A function that ran backward() itself is a whole step (forward, backward, update): one
@@ -179,14 +182,15 @@ void TracedFunction::run_traced(const std::function<TensorList(const TensorList&
                     ") past the call: state a replay could not update";
   }
   build(options);
-  finish_first_call(tracer, live, inputs, std::move(first), where);
+  return finish_first_call(tracer, live, inputs, std::move(first), where);
 }
 
 // This call's outputs (Note [Exactly one eager call's effects]): with a backward, the node of a
 // compiled call, whose backward graph runs interpreted on the values the eager run left.
-void TracedFunction::finish_first_call(const Tracer& tracer, const std::vector<StoragePtr>& live,
-                                       const TensorList& inputs, TensorList outputs,
-                                       const std::source_location& where) {
+TensorList TracedFunction::finish_first_call(const Tracer& tracer,
+                                             const std::vector<StoragePtr>& live,
+                                             const TensorList& inputs, TensorList outputs,
+                                             const std::source_location& where) {
   if (has_backward_) {
     const Graph& joint = tracer.graph();
     std::vector<Tensor> saved;
@@ -201,18 +205,18 @@ void TracedFunction::finish_first_call(const Tracer& tracer, const std::vector<S
       const auto found = std::find_if(live.begin(), live.end(), [&](const StoragePtr& candidate) {
         return candidate.get() == storage;
       });
-      GROVE_INTERNAL_ASSERT(storage != nullptr && found != live.end(), "compiled function '",
-                            name_, "': a value its backward reads (",
+      GROVE_INTERNAL_ASSERT(storage != nullptr && found != live.end(), "compiled function '", name_,
+                            "': a value its backward reads (",
                             joint.describe_value(parts_->saved[k]),
                             ") was not alive when the function returned");
       saved.emplace_back(IntrusivePtr<TensorImpl>::make(*found, value.dtype, value.sizes,
                                                         value.strides, value.storage_offset));
     }
     attach_compiled_backward(shared_from_this(), outputs, differentiable_, std::move(saved),
-                             gradient_edges(inputs), "CompiledBackward(" + name_ + ")",
-                             where, BackwardRoute::Interpreted);
+                             gradient_edges(inputs), "CompiledBackward(" + name_ + ")", where,
+                             BackwardRoute::Interpreted);
   }
-  first_outputs_ = std::move(outputs);
+  return outputs;
 }
 
 std::vector<autograd::Edge> TracedFunction::gradient_edges(const TensorList& inputs) const {
@@ -253,9 +257,9 @@ void TracedFunction::build(const CompileOptions& options) {
         int index = -1;
         if (root.origin == ValueOrigin::Input) index = root.index;
         if (root.origin == ValueOrigin::Static) index = static_cast<int>(num_inputs) + root.index;
-        if (index >= 0 && std::find(function.mutated_input_indices.begin(),
-                                    function.mutated_input_indices.end(),
-                                    index) == function.mutated_input_indices.end()) {
+        if (index >= 0 &&
+            std::find(function.mutated_input_indices.begin(), function.mutated_input_indices.end(),
+                      index) == function.mutated_input_indices.end()) {
           function.mutated_input_indices.push_back(index);
         }
       }

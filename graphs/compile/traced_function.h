@@ -7,7 +7,7 @@
 // Every call of a compiled function has the effects of exactly one eager call: the call that
 // traces, the calls that replay and the calls that fall back alike. The trace is not a dry run
 // beside the call: it is the call's eager run, watched by a Tracer, and its results are the
-// call's results (take_outputs()). So:
+// call's results (trace()'s `outputs`). So:
 //   - a host access in the function (item(), printing, a raw data_ptr()) stops the trace where
 //     it happens and lets the function finish eagerly (Tracer::stop_reason()); the writes it
 //     made before the access happen once, not once in an aborted trace and again in a fallback;
@@ -64,14 +64,16 @@ namespace grove::graphs {
 
 class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
  public:
-  // Traces `function` on `inputs`: runs it once, eagerly, as this call's run (see the Note);
-  // take_outputs() then has its results. If the trace cannot be replayed, the result is
-  // eager() with the reason.
-  // `where` is the caller's source location (see CompiledFunction's call).
+  // Traces `function` on `inputs`: runs it once, eagerly, as this call's run (see the Note),
+  // and puts that run's results into `*outputs` (when given; nullopt when a host access was
+  // refused under or_error). If the trace cannot be replayed, the result is eager() with the
+  // reason. `where` is the caller's source location (see CompiledFunction's call). (The
+  // results are handed out, not kept: a result's CompiledBackward holds the TracedFunction.)
   static std::shared_ptr<TracedFunction> trace(
       const std::function<TensorList(const TensorList&)>& function, const TensorList& inputs,
       const CompileOptions& options,
-      const std::source_location& where = std::source_location::current());
+      const std::source_location& where = std::source_location::current(),
+      std::optional<TensorList>* outputs = nullptr);
 
   // Runs the traced graphs on `inputs` (of this signature) and returns the outputs, with an
   // autograd node attached when the trace has a backward.
@@ -84,13 +86,6 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   bool made_state() const { return !kept_state_.empty(); }
   // A function that ran backward() itself: one inference graph for the whole step.
   bool whole_step() const { return whole_step_; }
-  // The outputs of the trace's own run, once (then nullopt): the tracing call's results
-  // (Note [Exactly one eager call's effects]).
-  std::optional<TensorList> take_outputs() {
-    std::optional<TensorList> outputs = std::move(first_outputs_);
-    first_outputs_.reset();
-    return outputs;
-  }
   const std::string& eager_reason() const { return *eager_reason_; }
   // True when grove holds the last handle on a static input (the caller dropped it).
   bool static_released() const;
@@ -122,12 +117,13 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
 
  private:
   TracedFunction() = default;
-  void run_traced(const std::function<TensorList(const TensorList&)>& function,
-                  const TensorList& inputs, const CompileOptions& options,
-                  const std::source_location& where);
-  void finish_first_call(const Tracer& tracer, const std::vector<StoragePtr>& live,
-                         const TensorList& inputs, TensorList outputs,
-                         const std::source_location& where);
+  // Both return the call's outputs (see trace()).
+  std::optional<TensorList> run_traced(const std::function<TensorList(const TensorList&)>& function,
+                                       const TensorList& inputs, const CompileOptions& options,
+                                       const std::source_location& where);
+  TensorList finish_first_call(const Tracer& tracer, const std::vector<StoragePtr>& live,
+                               const TensorList& inputs, TensorList outputs,
+                               const std::source_location& where);
   void build(const CompileOptions& options);
   std::vector<autograd::Edge> gradient_edges(const TensorList& inputs) const;
   void note_gradient_state(const std::vector<autograd::GradWrite>& writes);
@@ -147,7 +143,6 @@ class TracedFunction : public std::enable_shared_from_this<TracedFunction> {
   std::vector<std::pair<std::size_t, std::size_t>> grad_statics_;
   // Whole steps: (leaf static, its gradient buffer's static): see keep_made_gradients.
   std::vector<std::pair<std::size_t, std::size_t>> grad_buffers_;
-  std::optional<TensorList> first_outputs_;  // see take_outputs()
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;
 

@@ -42,7 +42,8 @@ void Tracer::stop_observing() {
 }
 
 void Tracer::on_host_access(Device, const char*, const std::string& message) {
-  if (on_host_access_ == OnHostAccess::Throw) throw HostReadDuringTrace(message, __FILE__, __LINE__);
+  if (on_host_access_ == OnHostAccess::Throw)
+    throw HostReadDuringTrace(message, __FILE__, __LINE__);
   stop_reason_ = message;
   stop_observing();  // the access, and what follows, run as eager code
 }

@@ -25,10 +25,10 @@
 // torch.jit.trace, JAX's jit and tinygrad's TinyJit). A host access of tensor memory during the
 // trace (item(), to_vector(), printing, a device-to-host copy, a raw data_ptr()) cannot be
 // replayed: core reports it to the active Tracer before it happens
-// (Note [Host reads during a trace] in core/host_reads.h), and the Tracer stops: it stops observing, remembers why
-// (stop_reason()), and lets the access and the rest of the function run as eager code, which
-// compile() then treats as the call's eager run. With OnHostAccess::Throw it throws
-// HostReadDuringTrace instead (CompileOptions::or_error).
+// (Note [Host reads during a trace] in core/host_reads.h), and the Tracer stops: it stops
+// observing, remembers why (stop_reason()), and lets the access and the rest of the function run as
+// eager code, which compile() then treats as the call's eager run. With OnHostAccess::Throw it
+// throws HostReadDuringTrace instead (CompileOptions::or_error).
 //
 // Usage: Tracer tracer(graph); add the inputs; call the function; finish(outputs). One Tracer
 // per trace. It holds the tensors it saw, and their storages, by weak handles only: a value's

@@ -132,9 +132,7 @@ TEST_F(CompileSemantics, AForwardThatUpdatesABufferUpdatesItOncePerCallAndDiffer
 TEST_F(CompileSemantics, ABranchOnARawPointerReadIsSeenAndRunsAsWritten) {
   if (!kTestDevice.is_cpu()) GTEST_SKIP() << "a raw host read needs host memory";
   on_fresh_thread([] {
-    auto branchy = [](const Tensor& x) {
-      return x.data<float>()[0] > 0 ? x * 2.0 : x - 1.0;
-    };
+    auto branchy = [](const Tensor& x) { return x.data<float>()[0] > 0 ? x * 2.0 : x - 1.0; };
     CompiledFunction f = compile(branchy, quiet());
     for (int call = 0; call < 4; ++call) {
       const float sign = call % 2 == 0 ? 1.0f : -1.0f;
@@ -221,7 +219,8 @@ TEST_F(CompileSemantics, ATransposedInputIsANewSignatureNotAFailedReplay) {
     const Tensor square = input({4, 4}, 12);
     for (int call = 0; call < 3; ++call) expect_equal(flat(square), f(square), "contiguous");
     const Tensor transposed = input({4, 4}, 13).t();
-    for (int call = 0; call < 3; ++call) expect_equal(flat(transposed), f(transposed), "transposed");
+    for (int call = 0; call < 3; ++call)
+      expect_equal(flat(transposed), f(transposed), "transposed");
     for (int call = 0; call < 2; ++call) expect_equal(flat(square), f(square), "contiguous again");
     EXPECT_EQ(f.stats().traces, 2u);
     EXPECT_EQ(f.stats().eager_calls, 0u);
@@ -252,7 +251,8 @@ TEST_F(CompileSemantics, SignaturesPastTheRecompileLimitRunAsWrittenSaidOnce) {
     EXPECT_EQ(f.stats().eager_calls, 6u);
     EXPECT_EQ(stats().recompile_limit_hits - before.recompile_limit_hits, 6u);
     int said = 0;
-    for (const std::string& warning : f.warnings()) said += warning.find("recompile_limit") != std::string::npos;
+    for (const std::string& warning : f.warnings())
+      said += warning.find("recompile_limit") != std::string::npos;
     EXPECT_EQ(said, 1);
     EXPECT_THAT(::testing::PrintToString(lines), HasSubstr("past the limit of 3"));
 
@@ -422,8 +422,8 @@ TEST_F(CompileSemantics, CompiledFunctionsOnSeveralThreadsAllRecord) {
         CompileOptions options = quiet();
         options.or_error = true;  // any fallback fails the test
         options.tree_options->or_error = true;
-        CompiledFunction f = compile(
-            [&](const Tensor& x) { return sum(dropout(linear(x, w), 0.25)); }, options);
+        CompiledFunction f =
+            compile([&](const Tensor& x) { return sum(dropout(linear(x, w), 0.25)); }, options);
         start.arrive_and_wait();
         for (int call = 0; call < 8; ++call) f(input({4, 8}, 90 + call)).backward();
         counters[static_cast<std::size_t>(t)] = tree_manager(kTestDevice).counters();
