@@ -45,7 +45,7 @@
 #include "core/stream.h"
 #include "graphs/compile/compile.h"
 #include "graphs/explain.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 #include "models/optim/adamw.h"
 #include "models/optim/schedule.h"
 #include "models/optim/sgd.h"

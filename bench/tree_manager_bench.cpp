@@ -9,8 +9,8 @@
 // --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>
 
-#include "graphs/generation.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/generation.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace {
 

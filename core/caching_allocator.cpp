@@ -190,7 +190,7 @@ Block* Impl::new_segment(std::size_t segment_size, std::size_t requested, Stream
     // on this device: freeing a segment (cudaFree) synchronises the device, which a capture
     // forbids (it would end the capture with an error that hides the out of memory), so a
     // capture that runs out reports it at once (Note [Out of memory in graphed mode] in
-    // graphs/tree_manager.h).
+    // graphs/tree/tree_manager.h).
     release_free_segments(/*private_pools_too=*/false);
     ptr = try_allocate_segment(segment_size);
   }

@@ -89,7 +89,7 @@ class DeviceGraph {
   // Runs the captured work on `stream`, another stream of the graph's device than the capture
   // stream included, with no ordering of its own: the caller orders it with the work around it,
   // and with the capture stream's, whose cuBLAS workspace the captured products use
-  // (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h).
+  // (Note [The caller's stream and the manager's stream] in graphs/tree/tree_manager.h).
   void replay_on(Stream stream);
   // Drops the captured work and the RNG cell, and releases the pool.
   void reset();

@@ -16,7 +16,7 @@
 // The outputs of a graphed function (its warm-up's and every replay's) live in the graph-tree
 // manager's private pool, and only until the generation that made them ends: the next step's
 // replays write the same memory, and the manager then poisons the handles still alive
-// (Note [Fresh output handles on every replay] in graphs/tree_manager.h). The manager marks
+// (Note [Fresh output handles on every replay] in graphs/tree/tree_manager.h). The manager marks
 // such a storage lent (mark_lent()). Whoever keeps a tensor longer than a step must copy it
 // instead of adopting it: autograd's AccumulateGrad stores a lent gradient as a clone, and
 // grad() returns clones of lent gradients, while adding a lent gradient into an existing

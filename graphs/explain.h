@@ -25,7 +25,7 @@
 #include <functional>
 #include <string>
 
-#include "graphs/tree_types.h"
+#include "graphs/tree/tree_types.h"
 
 namespace grove::graphs {
 

@@ -18,7 +18,7 @@
 //      forward returns the activations the backward needs). Otherwise one inference graph.
 //   3. The graphs run through the device's tree manager as Forward/Backward (or Inference)
 //      functions, their static inputs marked static: the first call warms up, the next records
-//      a device graph, later calls replay it (graphs/tree_manager.h). Their bodies are the
+//      a device graph, later calls replay it (graphs/tree/tree_manager.h). Their bodies are the
 //      Interpreter (graphs/ir/interpreter.h): the user's C++ is not run again.
 //   4. The outputs carry an autograd node whose backward runs the backward graph, so
 //      loss.backward() accumulates into grad() exactly as eager mode would, also when the
@@ -71,7 +71,7 @@
 #include <string>
 
 #include "graphs/explain.h"
-#include "graphs/tree_types.h"
+#include "graphs/tree/tree_types.h"
 
 namespace grove::graphs {
 

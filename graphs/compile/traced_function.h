@@ -58,7 +58,7 @@
 #include "graphs/ir/interpreter.h"
 #include "graphs/trace/partition.h"
 #include "graphs/trace/tracer.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace grove::graphs {
 

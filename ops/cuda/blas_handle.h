@@ -33,7 +33,7 @@
 //   - a graph replays on the stream it was captured on (DeviceGraph::replay), so its GEMMs are
 //     ordered with every other GEMM of that stream, eager or replayed; or, a tree manager's
 //     graph, on the caller's stream, ordered with every use of the manager's stream
-//     (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h);
+//     (Note [The caller's stream and the manager's stream] in graphs/tree/tree_manager.h);
 //   - the buffer is in no allocator pool, so no pool reuse, release or checkpoint can hand it
 //     to anyone else, and it outlives every graph.
 // cuDNN's convolutions on the stream use the same buffer when their workspace fits in it

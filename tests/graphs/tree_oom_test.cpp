@@ -1,5 +1,5 @@
 // Graph-tree scenarios about running out of memory (Note [Out of memory in graphed mode] in
-// graphs/tree_manager.h): with a reserved-bytes limit (CachingAllocator::set_memory_limit), an
+// graphs/tree/tree_manager.h): with a reserved-bytes limit (CachingAllocator::set_memory_limit), an
 // allocation that fails during a warm-up, a recording, or a recording that follows replays
 // throws OutOfMemoryError naming the call and the pool's memory; the manager is left as before
 // the call, works again once the limit is lifted, and nothing leaks. Replays allocate nothing,

@@ -1,6 +1,6 @@
 // Graph-tree scenarios about streams: the manager warms up and records on a stream of its own
 // and replays on the caller's, and the caller's work must still be ordered with them
-// (Note [The caller's stream and the manager's stream] in graphs/tree_manager.h). On the CPU
+// (Note [The caller's stream and the manager's stream] in graphs/tree/tree_manager.h). On the CPU
 // kernels run at once and these pass trivially; on a GPU they fail without the ordering, because
 // the caller's kernels are made long enough to still be running when the manager's would start.
 #include <gmock/gmock.h>

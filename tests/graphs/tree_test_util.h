@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "graphs/generation.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/generation.h"
+#include "graphs/tree/tree_manager.h"
 #include "test_device.h"
 
 namespace grove::graphs::testing {

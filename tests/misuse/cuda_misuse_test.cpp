@@ -6,7 +6,7 @@
 #include "autograd/autograd.h"
 #include "core/device.h"
 #include "graphs/compile/compile.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 #include "models/nn/nn.h"
 #include "models/optim/adamw.h"
 #include "models/optim/clip.h"

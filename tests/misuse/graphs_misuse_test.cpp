@@ -9,8 +9,8 @@
 
 #include "core/device.h"
 #include "graphs/compile/compile.h"
-#include "graphs/generation.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/generation.h"
+#include "graphs/tree/tree_manager.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "tests/misuse/misuse_case.h"

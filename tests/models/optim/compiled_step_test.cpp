@@ -13,7 +13,7 @@
 
 #include "autograd/autograd.h"
 #include "graphs/compile/compile.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 #include "models/optim/adamw.h"
 #include "models/optim/clip.h"
 #include "models/optim/schedule.h"

@@ -1,4 +1,4 @@
-#include "graphs/tree_node.h"
+#include "graphs/tree/tree_node.h"
 
 #include <algorithm>
 

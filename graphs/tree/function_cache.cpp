@@ -1,5 +1,5 @@
 // The per-signature function cache of a tree manager, and capture sizes. See function_cache.h.
-#include "graphs/function_cache.h"
+#include "graphs/tree/function_cache.h"
 
 #include <algorithm>
 

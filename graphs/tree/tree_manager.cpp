@@ -1,17 +1,17 @@
 // TreeManager: the state machine that decides, per call, between warm-up, recording, replay and
 // eager fallback. See tree_manager.h; the reference design is PyTorch's cudagraph_trees.py.
 // Elsewhere: the fallbacks (tree_fallback.cpp), ending paths and the pool's memory
-// (tree_paths.cpp), handles and releasing functions (tree_release.cpp), the per-signature
+// (tree_paths.cpp), handles and releasing functions (managed_function.cpp), the per-signature
 // function cache (function_cache.cpp).
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 
 #include "graphs/explain.h"
-#include "graphs/generation.h"
-#include "graphs/pool_scope.h"
+#include "graphs/tree/generation.h"
+#include "graphs/tree/pool_scope.h"
 
 namespace grove::graphs {
 

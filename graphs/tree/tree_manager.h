@@ -128,9 +128,9 @@
 #include <vector>
 
 #include "core/caching_allocator.h"
-#include "graphs/function_cache.h"
-#include "graphs/graph_node.h"
-#include "graphs/tree_types.h"
+#include "graphs/tree/function_cache.h"
+#include "graphs/tree/graph_node.h"
+#include "graphs/tree/tree_types.h"
 
 namespace grove::graphs {
 
@@ -241,7 +241,7 @@ class TreeManager {
   std::vector<std::unique_ptr<GraphNode>>& siblings_for(int function_id);
   std::int64_t node_key() const;
 
-  // See Note [Releasing managed functions] (tree_release.cpp).
+  // See Note [Releasing managed functions] (managed_function.cpp).
   static std::shared_ptr<Lifeline> make_lifeline();
   void cut_lifeline();
   void release_function(int added_id);

@@ -10,8 +10,8 @@
 
 #include <deque>
 
-#include "graphs/tree_node.h"
-#include "graphs/tree_types.h"
+#include "graphs/tree/tree_node.h"
+#include "graphs/tree/tree_types.h"
 
 namespace grove::graphs {
 

@@ -1,4 +1,4 @@
-#include "graphs/generation.h"
+#include "graphs/tree/generation.h"
 
 namespace grove::graphs {
 namespace {

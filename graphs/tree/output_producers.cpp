@@ -1,6 +1,6 @@
 // The op observer behind ProducerScope. See Note [Which op made an output] in
 // output_producers.h.
-#include "graphs/output_producers.h"
+#include "graphs/tree/output_producers.h"
 
 #include "ops/dispatch.h"
 

@@ -19,8 +19,8 @@
 
 #include "core/caching_allocator.h"
 #include "core/storage.h"
-#include "graphs/output_producers.h"
-#include "graphs/tree_types.h"
+#include "graphs/tree/output_producers.h"
+#include "graphs/tree/tree_types.h"
 
 namespace grove::graphs {
 

@@ -6,8 +6,8 @@
 
 #include "core/format.h"
 #include "graphs/explain.h"
-#include "graphs/generation.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/generation.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace grove::graphs {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "core/caching_allocator.h"
 #include "core/device_graph.h"
-#include "graphs/tree_node.h"
+#include "graphs/tree/tree_node.h"
 
 namespace grove::graphs {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "graphs/explain.h"
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace grove::graphs {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace grove::graphs {
 

@@ -1,7 +1,7 @@
 // Introspection of the trees: node counts, an indented text dump and a Graphviz DOT dump.
 #include <sstream>
 
-#include "graphs/tree_manager.h"
+#include "graphs/tree/tree_manager.h"
 
 namespace grove::graphs {
 namespace {

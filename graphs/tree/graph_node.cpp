@@ -1,12 +1,12 @@
 // GraphNode: recording, invariant checks and replay. See graph_node.h.
-#include "graphs/graph_node.h"
+#include "graphs/tree/graph_node.h"
 
 #include <algorithm>
 #include <unordered_map>
 
 #include "autograd/grad_mode.h"
 #include "core/format.h"
-#include "graphs/pool_scope.h"
+#include "graphs/tree/pool_scope.h"
 
 namespace grove::graphs {
 namespace {
