@@ -81,6 +81,16 @@ void Optimizer::step() {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       if (params_[i].dtype() != dtype) continue;
       Tensor grad = params_[i].grad();
+      // A parameter nothing but this optimizer holds, without a gradient: its module replaced
+      // it (Module::to makes new tensors), so every step would skip it, and the model's real
+      // parameters would never be trained.
+      GROVE_CHECK(grad.defined() || params_[i].impl()->strong_count() > 1,
+                  "optimizer step: parameter ", i, " (", dtype, params_[i].sizes(), " on ",
+                  params_[i].device(),
+                  ") is held by nothing but this optimizer and has no gradient: the module it "
+                  "came from replaced it, most likely by model.to(...) after the optimizer was "
+                  "made. Make the optimizer after moving the model (model.to(device), then the "
+                  "optimizer over model.parameters())");
       if (!grad.defined()) continue;
       indices.push_back(i);
       grads.push_back(std::move(grad));

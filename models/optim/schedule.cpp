@@ -63,6 +63,11 @@ StepLr::StepLr(double base_lr, std::int64_t step_size, double gamma)
   GROVE_CHECK(step_size >= 1, "StepLr: expected step_size >= 1, but got ", step_size);
   GROVE_CHECK(std::isfinite(gamma) && gamma > 0, "StepLr: expected gamma finite and > 0, but got ",
               gamma, "; e.g. 0.1 divides the rate by 10 every step_size steps");
+  // A decay: a gamma above 1 would grow the rate without bound (to infinity, in ~700 steps of
+  // 2.0), and no step would say so.
+  GROVE_CHECK(gamma <= 1, "StepLr decays the rate: expected gamma <= 1, but got ", gamma,
+              "; it multiplies the rate every step_size steps, so the rate would grow without "
+              "bound");
 }
 
 double StepLr::lr_at(std::int64_t step) const {

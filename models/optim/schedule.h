@@ -58,7 +58,7 @@ class WarmupCosineLr : public LrSchedule {
 
 // The rate multiplied by gamma every step_size steps (PyTorch's StepLR):
 //   base_lr * gamma^floor(step / step_size)
-// Needs base_lr finite and >= 0, step_size >= 1, gamma finite and > 0.
+// Needs base_lr finite and >= 0, step_size >= 1, 0 < gamma <= 1.
 class StepLr : public LrSchedule {
  public:
   StepLr(double base_lr, std::int64_t step_size, double gamma);

@@ -119,7 +119,11 @@ Tensor Gpt::generate(const Tensor& prompt, std::int64_t tokens, double temperatu
     if (temperature == 0.0) {
       next = ops::argmax(logits, -1).item<std::int64_t>();
     } else {
-      const Tensor probabilities = ops::softmax(logits.to(DType::Float64) / temperature, -1);
+      // Shifted by the largest logit before dividing: the largest scaled logit is then 0, so no
+      // temperature, however small, makes an infinity (whose difference with another, NaN,
+      // picked the last token). As the temperature goes to 0 this is the greedy choice.
+      const Tensor wide = logits.to(DType::Float64);
+      const Tensor probabilities = ops::softmax((wide - ops::max(wide)) / temperature, -1);
       const double u =
           ops::rand({1}, TensorOptions(DType::Float64), &generator).item<double>();  // U[0, 1)
       next = sample_index(probabilities.to_vector<double>(), u);

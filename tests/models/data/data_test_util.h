@@ -1,5 +1,5 @@
-// Helpers of the data tests (tests/models/data): a temporary directory that removes itself,
-// writers of raw and gzipped files (zlib's gzopen/gzwrite), IDX bytes, and the message of an
+// Helpers of the data tests (tests/models/data): the temporary directory and files of
+// tests/temp_files.h, gzipped files (zlib's gzopen/gzwrite), IDX bytes, and the message of an
 // expected error.
 //
 // What it is not: a public IDX writer (grove has none; these write whatever bytes a test needs,
@@ -7,53 +7,22 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "tests/temp_files.h"
 
 namespace grove::data::testing {
 
-// A fresh directory under the system's temporary directory, removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("grove_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" +
-             (test != nullptr ? test->name() : "none"));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
+using grove::testing::TempDir;
 
 inline void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  if (!bytes.empty()) {
-    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), file), bytes.size());
-  }
-  ASSERT_EQ(std::fclose(file), 0);
+  grove::testing::write_file(path, bytes);
 }
 
 // Writes `bytes` as one gzip member; with append, adds a member after those already there.
@@ -69,13 +38,7 @@ inline void write_gzip(const std::filesystem::path& path, const std::vector<std:
 }
 
 inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& path) {
-  std::vector<std::uint8_t> bytes(std::filesystem::file_size(path));
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  EXPECT_NE(file, nullptr) << path;
-  if (file == nullptr) return {};
-  EXPECT_EQ(std::fread(bytes.data(), 1, bytes.size(), file), bytes.size());
-  std::fclose(file);
-  return bytes;
+  return grove::testing::read_file_bytes(path);
 }
 
 // An IDX file's bytes: 00 00 type dims, big-endian uint32 sizes, then `data` as given (which

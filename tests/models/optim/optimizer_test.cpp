@@ -55,6 +55,23 @@ TEST(Optimizer, RefusesBadParameterLists) {
             std::string::npos);
 }
 
+// Module::to replaces a module's parameters with new tensors; an optimizer made before goes on
+// holding the old ones, which never get a gradient again: every step silently skipped them.
+TEST(Optimizer, AParameterReplacedAfterTheOptimizerWasMadeIsAnErrorAtStep) {
+  Tensor weight = parameter({1.0, 2.0});
+  SGD sgd({weight}, {.lr = 0.1});
+  weight =
+      weight.detach().to(DType::Float32).requires_grad_();  // as Module::to(DType::Float32) does
+  ops::sum(ops::mul(weight, weight)).backward();
+  EXPECT_NE(error_of([&] { sgd.step(); }).find("held by nothing but this optimizer"),
+            std::string::npos);
+  // A parameter that is still held but got no gradient is skipped, as before.
+  const Tensor kept = parameter({3.0});
+  SGD other({kept}, {.lr = 0.1});
+  other.step();
+  EXPECT_EQ(kept.to_vector<double>(), std::vector<double>({3.0}));
+}
+
 TEST(Optimizer, TheLearningRateLivesInAFloat32TensorOnTheDevice) {
   const Tensor p = parameter({1.0}, DType::Float64);
   SGD sgd({p}, {.lr = 0.1});

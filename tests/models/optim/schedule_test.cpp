@@ -96,6 +96,9 @@ TEST(Schedule, RefusesNonsensicalArguments) {
   EXPECT_NE(error_of([] { WarmupCosineLr(NAN, 1, 10); }).find("base_lr"), std::string::npos);
   EXPECT_NE(error_of([] { StepLr(1.0, 0, 0.5); }).find("step_size >= 1"), std::string::npos);
   EXPECT_NE(error_of([] { StepLr(1.0, 10, 0.0); }).find("gamma finite and > 0"), std::string::npos);
+  // A gamma above 1 would grow the rate to infinity (2^1024 after 1024 decays).
+  EXPECT_NE(error_of([] { StepLr(1.0, 1, 2.0); }).find("expected gamma <= 1, but got 2"),
+            std::string::npos);
   EXPECT_NE(error_of([] { ConstantLr(1.0).lr_at(-1); }).find("step number >= 0"),
             std::string::npos);
 }

@@ -182,6 +182,20 @@ TEST(Zoo, GenerateIsReproducibleForASeed) {
   EXPECT_NE(tokens, c.to_vector<std::int64_t>());
 }
 
+// A tiny positive temperature divided the logits into infinities, whose softmax was NaN, and
+// the sampler then always took the last token. At the limit sampling is the greedy choice.
+TEST(Zoo, GenerateAtATinyTemperatureIsGreedy) {
+  Gpt gpt = small_gpt();
+  const Tensor prompt = from_vector<std::int64_t>({1, 2, 3}, {1, 3});
+  Generator first(5), second(5);
+  const Tensor greedy = gpt.generate(prompt, 12, 0.0, first);
+  for (const double temperature : {1e-300, 1e-200, 4.9e-324}) {
+    EXPECT_EQ(gpt.generate(prompt, 12, temperature, second).to_vector<std::int64_t>(),
+              greedy.to_vector<std::int64_t>())
+        << "temperature " << temperature;
+  }
+}
+
 TEST(Zoo, GenerateAtTemperatureZeroIsArgmaxWithACroppedContext) {
   Gpt gpt = small_gpt();
   Generator generator(7);
