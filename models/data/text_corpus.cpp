@@ -90,8 +90,15 @@ TextCorpus load_text_corpus(const std::vector<std::filesystem::path>& paths, dou
               "load_text_corpus: expected val_fraction in [0, 1), but got ", val_fraction);
   std::string text;
   for (const std::filesystem::path& path : paths) append_file(path, text);
-  GROVE_CHECK(!text.empty(), "load_text_corpus: expected some text, but the ", paths.size(),
-              " file(s) are empty");
+  if (text.empty()) {
+    std::string names;
+    for (const std::filesystem::path& path : paths) {
+      names += (names.empty() ? "" : ", ") + path.string();
+    }
+    GROVE_CHECK(false, "load_text_corpus: expected some text, but ",
+                paths.size() == 1 ? "the file " : "the files ", names,
+                paths.size() == 1 ? " is empty" : " are empty", "; give it text to train on");
+  }
 
   TextCorpus corpus;
   corpus.paths = paths;

@@ -7,6 +7,7 @@
 #include "models/checkpoint/safetensors.h"
 #include "models/data/text_corpus.h"
 #include "models/program/commands.h"
+#include "models/program/flag_checks.h"
 #include "models/program/run_summary.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
@@ -34,6 +35,8 @@ Device check_eval_flags(const EvalFlags& flags) {
 
 int run_eval(const EvalFlags& flags) {
   const Device device = check_eval_flags(flags);
+  // Before the evaluation: it must not fail at its end for want of a place to write.
+  if (!flags.save_logits.empty()) prepare_output_file(flags.save_logits, "--save-logits");
   const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
   train::TrainConfig config = saved.config;
   config.device = device;
@@ -113,7 +116,8 @@ void add_eval_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--save-logits", flags->save_logits,
                       "write the inputs and the model's logits (safetensors) of the first test "
                       "samples, to compare with another framework");
-  command->add_option("--logits-count", flags->logits_count, "how many samples (256)");
+  command->add_option("--logits-count", flags->logits_count, "how many samples (256)")
+      ->check(count_flag());
   if (on_parse == OnParse::CheckFlags) {
     command->callback([flags] { check_eval_flags(*flags); });
   } else {
@@ -127,9 +131,10 @@ void add_sample_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train --model gpt")
       ->required();
   command->add_option("--prompt", flags->prompt, "text to continue (default: a newline)");
-  command->add_option("--tokens", flags->tokens, "characters to generate (200)");
+  command->add_option("--tokens", flags->tokens, "characters to generate (200)")
+      ->check(count_flag());
   command->add_option("--temperature", flags->temperature, "0: always the likeliest (0.8)");
-  command->add_option("--seed", flags->seed, "sampling seed (0)");
+  command->add_option("--seed", flags->seed, "sampling seed (0)")->check(seed_flag());
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   if (on_parse == OnParse::CheckFlags) {
     command->callback([flags] { check_sample_flags(*flags); });

@@ -28,6 +28,7 @@
 #include "dist/process_group.h"
 #include "graphs/explain.h"
 #include "models/program/commands.h"
+#include "models/program/flag_checks.h"
 #include "models/program/metrics.h"
 #include "models/program/progress.h"
 #include "models/program/run_summary.h"
@@ -131,6 +132,9 @@ train::TrainConfig config_of(const TrainFlags& flags, const train::Checkpoint* s
   } else {
     config = train::defaults_for(flags.model);
   }
+  GROVE_CHECK(config.model != "gpt" || !flags.given("--epochs"), "--epochs ", flags.epochs,
+              ": the gpt trains for a number of steps, not passes over its corpus; give --steps "
+              "(2000 by default) instead");
   apply_flags(flags, config, saved != nullptr);
   config.validate();
   return config;
@@ -186,6 +190,8 @@ int run_train(const TrainFlags& flags) {
   std::optional<train::Checkpoint> saved;
   if (flags.resume && !flags.checkpoint.empty()) saved = train::read_checkpoint(flags.checkpoint);
   train::TrainConfig config = config_of(flags, saved ? &*saved : nullptr);
+  // Before anything runs: a run must not fail at its end for want of a place to write.
+  if (!flags.checkpoint.empty()) prepare_output_file(flags.checkpoint, "--checkpoint");
 
   // Data parallel: launch the ranks, or (a rank) join the group.
   const bool is_rank = std::getenv("GROVE_WORLD_SIZE") != nullptr;
@@ -211,25 +217,23 @@ int run_train(const TrainFlags& flags) {
   const bool terminal = !flags.plain && isatty(fileno(stderr)) != 0;
   err << describe(trainer.config(), trainer);
   if (trainer.world_size() > 1) {
-    err << "; " << trainer.world_size() << " processes, each on batches of "
-        << config.batch_size;
+    err << "; " << trainer.world_size() << " processes, each on batches of " << config.batch_size;
   }
   err << "\n";
   if (config.model == "gpt") {
     const data::TextCorpus& corpus = trainer.corpus();
-    err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size()
-              << " files (" << corpus.train.numel() << " to train on, " << corpus.validation.numel()
-              << " to validate); unigram entropy "
-              << format_number(data::unigram_entropy(corpus.train)) << " nats\n";
+    err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size() << " files ("
+        << corpus.train.numel() << " to train on, " << corpus.validation.numel()
+        << " to validate); unigram entropy " << format_number(data::unigram_entropy(corpus.train))
+        << " nats\n";
   }
   if (saved && (config.epochs != saved->config.epochs || config.steps != saved->config.steps) &&
       config.schedule != "constant") {
     err << "note: another length than the saved run's stretches its " << config.schedule
-              << " schedule from here on; the run no longer continues the saved one exactly\n";
+        << " schedule from here on; the run no longer continues the saved one exactly\n";
   }
   if (saved) {
-    err << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done()
-              << "\n";
+    err << "resuming from " << flags.checkpoint << " at step " << trainer.steps_done() << "\n";
   }
 
   std::optional<MetricsWriter> metrics;
@@ -283,11 +287,11 @@ int run_train(const TrainFlags& flags) {
       const std::string path = config.model + "-interrupted.safetensors";
       if (leader) train::save_checkpoint(trainer, path);
       err << "interrupted at step " << trainer.steps_done() << "; saved " << path
-                << "\nresume with: grove train --resume --checkpoint " << path << "\n";
+          << "\nresume with: grove train --resume --checkpoint " << path << "\n";
     } else {
       save("interrupted");
       err << "interrupted at step " << trainer.steps_done()
-                << "\nresume with: grove train --resume --checkpoint " << flags.checkpoint << "\n";
+          << "\nresume with: grove train --resume --checkpoint " << flags.checkpoint << "\n";
     }
     return 130;
   }
@@ -309,9 +313,12 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")
       ->check(CLI::IsMember({"eager", "graphed"}));
-  command->add_option("--epochs", flags->epochs, "passes over the data (mlp 5, cnn 3)");
-  command->add_option("--steps", flags->steps, "stop after N steps (gpt: its length, 2000)");
-  command->add_option("--batch-size", flags->batch_size, "samples per step (128; gpt 32)");
+  command->add_option("--epochs", flags->epochs, "passes over the data (mlp 5, cnn 3)")
+      ->check(count_flag());
+  command->add_option("--steps", flags->steps, "stop after N steps (gpt: its length, 2000)")
+      ->check(count_flag());
+  command->add_option("--batch-size", flags->batch_size, "samples per step (128; gpt 32)")
+      ->check(count_flag());
   command->add_option("--lr", flags->lr, "learning rate (sgd 0.1; adamw 3e-4)");
   command->add_option("--optimizer", flags->optimizer, "sgd | adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}));
@@ -319,26 +326,34 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--weight-decay", flags->weight_decay, "(sgd 0; adamw 0.01)");
   command->add_option("--schedule", flags->schedule, "constant | cosine | step")
       ->check(CLI::IsMember({"constant", "cosine", "step"}));
-  command->add_option("--warmup-steps", flags->warmup_steps, "cosine: linear warm-up steps");
+  command->add_option("--warmup-steps", flags->warmup_steps, "cosine: linear warm-up steps")
+      ->check(count_flag());
   command->add_option("--clip-grad-norm", flags->clip, "clip gradients to this global norm");
-  command->add_option("--seed", flags->seed, "initialisation, data order and sampling (0)");
+  command->add_option("--seed", flags->seed, "initialisation, data order and sampling (0)")
+      ->check(seed_flag());
   command->add_option("--data", flags->data,
                       "Fashion-MNIST directory (mlp, cnn) or a text file (gpt)");
-  command->add_option("--train-limit", flags->train_limit, "train on the first N samples");
-  command->add_option("--test-limit", flags->test_limit, "evaluate on the first N samples");
+  command->add_option("--train-limit", flags->train_limit, "train on the first N samples")
+      ->check(count_flag());
+  command->add_option("--test-limit", flags->test_limit, "evaluate on the first N samples")
+      ->check(count_flag());
   command->add_option("--checkpoint", flags->checkpoint,
                       "checkpoint file (safetensors), written at the end and on Ctrl-C");
-  command->add_option("--checkpoint-every", flags->checkpoint_every, "also every N steps");
+  command->add_option("--checkpoint-every", flags->checkpoint_every, "also every N steps")
+      ->check(count_flag());
   command->add_flag("--resume", flags->resume, "go on from --checkpoint");
   command->add_option("--metrics", flags->metrics, "CSV file: one row per step");
-  command->add_option("--read-every", flags->read_every,
-                      "steps between reads of the losses from the device (cpu 1, cuda 50)");
+  command
+      ->add_option("--read-every", flags->read_every,
+                   "steps between reads of the losses from the device (cpu 1, cuda 50)")
+      ->check(count_flag());
   command->add_flag("--json", flags->json, "print one JSON line of results at the end");
   command->add_flag("--explain", flags->explain, "narrate graphed mode's decisions");
   command->add_flag("--plain", flags->plain, "plain progress lines even on a terminal");
-  command->add_option("--nproc", flags->nproc,
-                      "train data-parallel in N processes on this host (cuda: one GPU each; "
-                      "--batch-size is per process)")
+  command
+      ->add_option("--nproc", flags->nproc,
+                   "train data-parallel in N processes on this host (cuda: one GPU each; "
+                   "--batch-size is per process)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   if (on_parse == OnParse::CheckFlags) {
     command->callback([flags] { config_of(*flags, nullptr); });

@@ -53,6 +53,11 @@ expect_in "unigram entropy" gerr.txt
 "$grove" sample --checkpoint g.safetensors --prompt "The " --tokens 20 --device cpu >sample.txt
 [[ $(head -c 4 sample.txt) == "The " ]] || fail "the sample starts with its prompt"
 
+# A checkpoint in folders that do not exist yet: they are made before the first step.
+"$grove" train --model gpt --device cpu --steps 1 --batch-size 2 \
+  --checkpoint new/folder/g.safetensors >/dev/null 2>&1 || fail "a checkpoint in a new folder"
+[[ -s new/folder/g.safetensors ]] || fail "the checkpoint in a new folder was not written"
+
 # Ctrl-C: the run stops after its step, saves, and says how to resume (exit 130).
 "$grove" train --model gpt --device cpu --steps 100000 --batch-size 2 --metrics i.csv \
   --checkpoint i.safetensors >/dev/null 2>ierr.txt &
@@ -101,6 +106,19 @@ expect_mistake "--resume needs --checkpoint" train --model mlp --resume --device
 expect_mistake "missing.safetensors" eval --checkpoint missing.safetensors
 expect_mistake "dataset-fashion-mnist" train --model mlp --data nowhere --device cpu
 expect_mistake "frobnicate" frobnicate
+# Numbers are checked as typed: no wrap-around of -1, no clamping of a number too large.
+expect_mistake "expected a whole number from 0 to 18446744073709551615, got -1" \
+  train --model mlp --seed -1 --device cpu
+expect_mistake "got -2" train --model gpt --checkpoint-every -2 --device cpu
+expect_mistake "got 99999999999999999999" train --model mlp --batch-size 99999999999999999999
+expect_mistake "the gpt trains for a number of steps" train --model gpt --epochs 3 --device cpu
+: >empty.txt
+expect_mistake "empty.txt is empty" train --model gpt --data empty.txt --steps 1 --device cpu
+# Where the results cannot be written, before any work (not after the whole run).
+expect_mistake "--checkpoint /proc/grove-none/c.safetensors: cannot make the folder" \
+  train --model gpt --steps 1 --batch-size 2 --device cpu --checkpoint /proc/grove-none/c.safetensors
+expect_mistake "--save-logits /proc/grove-none/l.safetensors: cannot make the folder" \
+  eval --checkpoint g.safetensors --device cpu --save-logits /proc/grove-none/l.safetensors
 if [[ $have_data == 1 ]]; then
   expect_mistake "larger than the training set" train --model mlp --batch-size 999999 --device cpu
 fi
