@@ -75,8 +75,9 @@ std::optional<TensorList> TracedFunction::run_traced(
     eager_reason_ = error.message();
     return std::nullopt;
   }
-  // A host access stopped the trace; the function ran on eagerly to its end, and that run was
-  // this call. Its outputs keep their eager autograd history.
+  // A trace that cannot be replayed (a host access stopped it, and the function ran on eagerly
+  // to its end; or see below): the eager run was this call's, and its outputs keep their eager
+  // autograd history.
   auto run_as_written = [&](std::string reason) {
     eager_reason_ = std::move(reason);
     return std::optional<TensorList>(outputs);
