@@ -5,6 +5,7 @@
 // dimensions and a tight loop over the innermost one. Dimensions that are contiguous with their
 // neighbour in every operand are merged first, so a dense copy is a single loop (or memcpy).
 #include "core/copy_kernel.h"
+#include "core/convert.h"
 #include "core/cuda/cuda_backend.h"
 #include "core/strided_loop.h"
 
@@ -13,15 +14,6 @@
 
 namespace grove {
 namespace {
-
-template <typename To, typename From>
-To convert(From value) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else {
-    return static_cast<To>(value);
-  }
-}
 
 // [lowest, highest] byte addresses a tensor's elements touch.
 std::pair<const char*, const char*> byte_extent(const Tensor& tensor) {
@@ -75,7 +67,7 @@ void launch_copy(const Tensor& dst, const Tensor& src_in) {
               return;
             }
           }
-          for (std::int64_t j = 0; j < length; ++j) o[j * os] = convert<To>(i[j * is]);
+          for (std::int64_t j = 0; j < length; ++j) o[j * os] = convert_element<To>(i[j * is]);
         });
       });
     });

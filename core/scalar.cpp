@@ -1,5 +1,7 @@
 #include "core/scalar.h"
 
+#include <cmath>
+
 #include <limits>
 
 namespace grove {
@@ -33,6 +35,14 @@ bool Scalar::fits(DType dtype) const {
     default:
       return true;
   }
+}
+
+bool Scalar::fits_exactly(DType dtype) const {
+  if (grove::is_floating_point(dtype)) return true;
+  if (kind_ == Kind::Floating && (!std::isfinite(double_) || std::trunc(double_) != double_)) {
+    return false;  // NaN, an infinity or a fraction has no integer or bool to be
+  }
+  return fits(dtype);
 }
 
 std::ostream& operator<<(std::ostream& out, const Scalar& scalar) {

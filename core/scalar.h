@@ -41,6 +41,10 @@ class Scalar {
   // True if the value survives conversion to `dtype` unchanged in kind and range: integers
   // within the integer type's range (0 or 1 for bool); any value for floating dtypes.
   bool fits(DType dtype) const;
+  // True if an element of `dtype` holds exactly this value (up to a floating dtype's rounding):
+  // what fill_ and full require. Unlike fits(), a floating value must be whole for an integer
+  // dtype (2.5 does not fill an int64 tensor), and a bool takes 0, 1, false or true only.
+  bool fits_exactly(DType dtype) const;
 
   // The dtype a tensor made from this scalar alone gets: float32, int64 or bool.
   DType default_dtype() const;

@@ -133,6 +133,16 @@ GROVE_INSTANTIATE_HOST_READS(bool)
 
 namespace {
 
+// A value `target` cannot hold exactly is refused (Scalar::fits_exactly): converting it would
+// wrap around, truncate a fraction, or be undefined for NaN and the infinities; and 2 is no bool.
+void check_fill_value(const Tensor& target, const Scalar& value, const char* op) {
+  GROVE_CHECK(value.fits_exactly(target.dtype()), op, ": the value ", value, " does not fit a ",
+              target.dtype(), " tensor of shape ", target.sizes(),
+              target.dtype() == DType::Bool ? "; a bool holds 0 or 1 (false or true)"
+                                            : "; an integer dtype holds whole numbers in its range",
+              "; use such a value, or a floating dtype");
+}
+
 // Core reports an event when a tensor involved requires gradients or the thread has observers;
 // see Note [Core observers].
 bool write_is_observed(const Tensor& target, const Tensor* source) {
@@ -210,11 +220,7 @@ const Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
 
 const Tensor& Tensor::fill_(const Scalar& value) const {
   check_writable(*this, "fill_");
-  // Converting a value an integer dtype cannot hold would wrap around, or be undefined for NaN
-  // and infinities. A bool takes any value (non-zero is true, as in PyTorch).
-  GROVE_CHECK(dtype() == DType::Bool || value.fits(dtype()), "fill_: the value ", value,
-              " does not fit a ", dtype(), " tensor of shape ", sizes(),
-              "; use a value in the dtype's range, or another dtype");
+  check_fill_value(*this, value, "fill_");
   const CoreWrite write{WriteKind::Fill, *this, nullptr, value, false};
   const bool observed = write_is_observed(*this, nullptr);
   if (observed) [[unlikely]]
@@ -287,6 +293,7 @@ namespace {
 Tensor filled(IntArrayRef sizes, const Scalar& value, TensorOptions options, const char* op) {
   check_sizes(sizes, op);
   Tensor result = empty(sizes, options.requires_grad(false));
+  check_fill_value(result, value, op);
   {
     const SuspendCoreObservers factory;  // see Note [Core observers]
     result.fill_(value);

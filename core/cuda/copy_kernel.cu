@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/convert.h"
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_check.h"
 #include "core/cuda/strided_offsets.cuh"
@@ -25,15 +26,6 @@ constexpr int kThreads = 256;
 constexpr std::int64_t kMaxBlocks = 1 << 16;
 
 template <typename To, typename From>
-__device__ To convert(From value) {
-  if constexpr (std::is_same_v<To, bool>) {
-    return value != From(0);
-  } else {
-    return static_cast<To>(value);
-  }
-}
-
-template <typename To, typename From>
 __global__ void copy_elements(To* dst, const From* src, const __grid_constant__ StridedLoop<2> loop,
                               std::int64_t numel) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -41,7 +33,7 @@ __global__ void copy_elements(To* dst, const From* src, const __grid_constant__ 
        i += step) {
     std::int64_t offsets[2];
     offsets_of<2>(loop, i, offsets);
-    dst[offsets[0]] = convert<To>(src[offsets[1]]);
+    dst[offsets[0]] = convert_element<To>(src[offsets[1]]);
   }
 }
 
@@ -69,7 +61,8 @@ bool narrow_loop(const StridedLoop<2>& loop, std::int64_t numel, NarrowLoop& nar
   narrow.ndim = loop.ndim;
   for (int d = 0; d < loop.ndim; ++d) {
     narrow.sizes[d] = IntDivider(static_cast<std::uint32_t>(loop.sizes[d]));
-    for (int k = 0; k < 2; ++k) narrow.strides[k][d] = static_cast<std::uint32_t>(loop.strides[k][d]);
+    for (int k = 0; k < 2; ++k)
+      narrow.strides[k][d] = static_cast<std::uint32_t>(loop.strides[k][d]);
   }
   return true;
 }
@@ -91,7 +84,7 @@ __global__ void copy_elements_narrow(To* dst, const From* src,
     }
     to += linear * loop.strides[0][0];
     from += linear * loop.strides[1][0];
-    dst[to] = convert<To>(src[from]);
+    dst[to] = convert_element<To>(src[from]);
   }
 }
 

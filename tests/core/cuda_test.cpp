@@ -11,7 +11,9 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -254,6 +256,24 @@ TEST(CudaAllocatorTest, OutOfMemoryFromCudaMallocIsReportedAndCleared) {
 }
 
 // --- copies, fill, item ---
+
+// Note [Converting floating-point values to integers]: the device's rule is the CPU's, for the
+// values C++ leaves undefined too.
+TEST(CudaCopyTest, FloatToIntegerConversionsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor cpu = from_vector<double>(
+      {std::nan(""), inf, -inf, 1e30, -1e30, 2.9, -2.9, 9.3e18, -9.3e18, 2147483647.5, -3e9});
+  for (const DType from : {DType::Float64, DType::Float32}) {
+    const Tensor source = cpu.to(from);
+    const Tensor gpu = source.to(kGpu);
+    for (const DType to : {DType::Int64, DType::Int32, DType::Bool}) {
+      SCOPED_TRACE(std::string(dtype_name(from)) + " to " + std::string(dtype_name(to)));
+      EXPECT_EQ(gpu.to(to).to(kCPU).to(DType::Int64).to_vector<std::int64_t>(),
+                source.to(to).to(DType::Int64).to_vector<std::int64_t>());
+    }
+  }
+}
 
 TEST(CudaCopyTest, HostDeviceHostRoundTrips) {
   SKIP_WITHOUT_GPU();

@@ -10,6 +10,8 @@
 // binary fractions), so comparisons are exact; no tolerances are needed.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdint>
 #include <limits>
 #include <sstream>
@@ -84,16 +86,18 @@ TEST(TensorFactories, FullWithBoolScalarGivesBool) {
   EXPECT_EQ(x.to_vector<bool>(), std::vector<bool>(2, true));
 }
 
+// A value the dtype holds exactly converts (a whole 2.0 into int64); one it does not is refused
+// (TensorFill.RefusesAValueTheDtypeCannotHold).
 TEST(TensorFactories, FullWithExplicitDtypeConvertsTheScalar) {
-  Tensor truncated = full({2}, 2.9, DType::Int64);
-  EXPECT_EQ(truncated.dtype(), DType::Int64);
-  EXPECT_EQ(truncated.to_vector<std::int64_t>(), std::vector<std::int64_t>(2, 2));
+  Tensor whole = full({2}, 2.0, DType::Int64);
+  EXPECT_EQ(whole.dtype(), DType::Int64);
+  EXPECT_EQ(whole.to_vector<std::int64_t>(), std::vector<std::int64_t>(2, 2));
   Tensor widened = full({2}, 3, DType::Float64);
   EXPECT_EQ(widened.dtype(), DType::Float64);
   EXPECT_EQ(widened.to_vector<double>(), std::vector<double>(2, 3.0));
   Tensor as_float = full({1}, 4, DType::Float32);
   EXPECT_EQ(as_float.dtype(), DType::Float32);
-  EXPECT_EQ(full({2}, 0.5, DType::Bool).to_vector<bool>(), std::vector<bool>(2, true));
+  EXPECT_EQ(full({2}, 1.0, DType::Bool).to_vector<bool>(), std::vector<bool>(2, true));
 }
 
 TEST(TensorFactories, FactoriesHonourRequiresGrad) {
@@ -485,16 +489,68 @@ TEST(TensorFill, FillsATransposedView) {
   EXPECT_EQ(x.to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 0, 4, 0, 0, 4}));
 }
 
-TEST(TensorFill, ConvertsTheScalarToTheDtype) {
+TEST(TensorFill, ConvertsAScalarTheDtypeHoldsExactly) {
   Tensor ints = zeros({2}, DType::Int64);
-  ints.fill_(2.7);
-  EXPECT_EQ(ints.to_vector<std::int64_t>(), (std::vector<std::int64_t>{2, 2}));
+  ints.fill_(3.0);
+  EXPECT_EQ(ints.to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 3}));
   Tensor flags = zeros({2}, DType::Bool);
-  flags.fill_(5);
+  flags.fill_(1);
   EXPECT_EQ(flags.to_vector<bool>(), (std::vector<bool>{true, true}));
   Tensor floats = zeros({2});
   floats.fill_(true);
   EXPECT_EQ(floats.to_vector<float>(), (std::vector<float>{1, 1}));
+}
+
+// A value the dtype cannot hold exactly is refused, by fill_ and by full (which names itself):
+// a fraction or NaN into an integer dtype (it was truncated, or undefined), 2 into a bool.
+TEST(TensorFill, RefusesAValueTheDtypeCannotHold) {
+  auto message_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("(no error)");
+  };
+  const Tensor ints = zeros({2}, DType::Int64);
+  EXPECT_NE(message_of([&] { ints.fill_(2.7); }).find("fill_: the value 2.7 does not fit a int64"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { ints.fill_(std::nan("")); }).find("whole numbers"), std::string::npos);
+  EXPECT_EQ(ints.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 0}));  // untouched
+  const Tensor flags = zeros({2}, DType::Bool);
+  EXPECT_NE(message_of([&] { flags.fill_(2); }).find("a bool holds 0 or 1"), std::string::npos);
+  EXPECT_NE(message_of([&] { full({3}, 2.5, DType::Int32); }).find("full: the value 2.5"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { full({3}, 2, DType::Bool); }).find("full: the value 2"),
+            std::string::npos);
+}
+
+// Note [Converting floating-point values to integers]: one rule, no undefined behaviour.
+TEST(TensorCopy, FloatsConvertToIntegersBySaturatingAndNanBecomesZero) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> values = {std::nan(""), inf,          -inf,          1e30,
+                                      -1e30,        2.9,          -2.9,          9.3e18,
+                                      -9.3e18,      2147483647.5, -2147483648.0, -2147483649.0};
+  const Tensor doubles = from_vector<double>(values);
+  const std::int64_t max64 = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t min64 = std::numeric_limits<std::int64_t>::min();
+  EXPECT_EQ(doubles.to(DType::Int64).to_vector<std::int64_t>(),
+            (std::vector<std::int64_t>{0, max64, min64, max64, min64, 2, -2, max64, min64,
+                                       2147483647, -2147483648LL, -2147483649LL}));
+  const std::int32_t max32 = std::numeric_limits<std::int32_t>::max();
+  const std::int32_t min32 = std::numeric_limits<std::int32_t>::min();
+  EXPECT_EQ(doubles.to(DType::Int32).to_vector<std::int32_t>(),
+            (std::vector<std::int32_t>{0, max32, min32, max32, min32, 2, -2, max32, min32, max32,
+                                       min32, min32}));
+  // float32 sources too, and copy_ into an existing tensor: the same rule.
+  const Tensor floats = doubles.to(DType::Float32);
+  const Tensor into = zeros({static_cast<std::int64_t>(values.size())}, DType::Int64);
+  into.copy_(floats);
+  EXPECT_EQ(into.to_vector<std::int64_t>()[0], 0);      // NaN
+  EXPECT_EQ(into.to_vector<std::int64_t>()[1], max64);  // inf
+  EXPECT_EQ(into.to_vector<std::int64_t>()[5], 2);      // 2.9f
+  // To bool, anything but zero is true, NaN included.
+  EXPECT_EQ(doubles.to(DType::Bool).to_vector<bool>()[0], true);
 }
 
 TEST(TensorFill, ZeroClearsEveryElement) {
