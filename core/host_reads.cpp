@@ -47,13 +47,17 @@ HostAccessWatch::~HostAccessWatch() {
   update_watched();
 }
 
-InternalDataAccess::InternalDataAccess() : previous_(internal_access) {
+// A scope inside another one, or with no watch alive, finds raw_access_watched false and has
+// nothing to do; the outermost scope under a watch suspends it until it ends.
+InternalDataAccess::InternalDataAccess() : suspended_(detail::raw_access_watched) {
+  if (!suspended_) return;
   internal_access = true;
   detail::raw_access_watched = false;
 }
 
 InternalDataAccess::~InternalDataAccess() {
-  internal_access = previous_;
+  if (!suspended_) return;
+  internal_access = false;
   update_watched();
 }
 
@@ -69,10 +73,9 @@ void check_host_read(Device device, const char* what) {
 namespace detail {
 
 void report_raw_access(Device device) {
-  if (listener == nullptr || internal_access) {  // the watch ended since the flag was set
-    update_watched();
-    return;
-  }
+  // The flag is recomputed whenever a watch or an InternalDataAccess begins or ends.
+  GROVE_INTERNAL_ASSERT(listener != nullptr && !internal_access,
+                        "raw_access_watched is set without a watch, or inside grove's own access");
   report(device, "data_ptr()",
          join_message("data_ptr() (or data<T>(), Storage::data()) hands out a raw pointer to "
                       "tensor memory while a function is being traced (",

@@ -63,7 +63,8 @@ class HostAccessWatch {
 };
 
 // grove's own raw accesses (kernels, core copies and fills, factories): not reported while
-// alive on the thread. Nests; cheap (two thread-local writes).
+// alive on the thread. Nests. Dispatch holds one around every op, so it costs one thread-local
+// read unless a watch is alive (only then is there anything to suspend).
 class InternalDataAccess {
  public:
   InternalDataAccess();
@@ -72,7 +73,7 @@ class InternalDataAccess {
   InternalDataAccess& operator=(const InternalDataAccess&) = delete;
 
  private:
-  bool previous_;
+  bool suspended_;  // raw accesses were watched when it began, and it suspended that
 };
 
 // Called by every host read of data on `device`; `what` names it ("item()"). Reports it to the

@@ -92,7 +92,7 @@ GraphStats stats() {
   result.traces = count_of(GraphEvent::Trace);
   result.retraces = count_of(GraphEvent::Retrace);
   result.eager_calls = count_of(GraphEvent::CompiledEagerCall);
-  result.recompile_limit_hits = count_of(GraphEvent::RecompileLimit);
+  result.recompile_limit_calls = count_of(GraphEvent::RecompileLimit);
   result.inlined_calls = count_of(GraphEvent::InlinedCall);
   trees.capture_retries = count_of(GraphEvent::CaptureRetry);
   result.pool_bytes = allocator_for(kCPU).stats().private_pool_bytes;
@@ -109,7 +109,7 @@ std::string GraphStats::to_text() const {
   }
   if (!fallbacks.empty()) fallbacks += ")";
   return str("graphed mode: ", traces, " traces (", retraces, " after a replaced parameter), ",
-             eager_calls, " compiled calls run as written, ", recompile_limit_hits,
+             eager_calls, " compiled calls run as written, ", recompile_limit_calls,
              " signatures past a recompile limit, ", inlined_calls,
              " compiled calls inside another trace\n", "graph trees: ", trees.warmups,
              " warm-ups, ", trees.recordings, " recordings, ", trees.replays, " replays, ",

@@ -77,7 +77,7 @@ struct GraphStats {
   std::uint64_t eager_calls = 0;  // compiled calls that ran the function as written
   // New signatures of a compiled function past its CompileOptions::recompile_limit (run as
   // written, not traced).
-  std::uint64_t recompile_limit_hits = 0;
+  std::uint64_t recompile_limit_calls = 0;
   // Compiled calls made inside another compiled function's trace (run as part of that trace).
   std::uint64_t inlined_calls = 0;
   std::size_t pool_bytes = 0;  // memory reserved by graph pools now, every device

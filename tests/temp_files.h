@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +19,15 @@
 #include <vector>
 
 namespace grove::testing {
+
+// The names of the entries of a folder, sorted.
+inline std::set<std::string> names_in(const std::filesystem::path& folder) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
 
 // A fresh directory under the system's temporary directory, named after the process and the
 // running test, removed with its contents.
@@ -46,12 +54,8 @@ class TempDir {
 
   // The names of the directory's entries, sorted (temporary files included).
   std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      names.push_back(entry.path().filename().string());
-    }
-    std::sort(names.begin(), names.end());
-    return names;
+    const std::set<std::string> names = names_in(path_);
+    return {names.begin(), names.end()};
   }
 
  private:
@@ -88,15 +92,6 @@ inline std::string read_file(const std::filesystem::path& path) {
 inline std::vector<std::uint8_t> read_file_bytes(const std::filesystem::path& path) {
   const std::string bytes = read_file(path);
   return {bytes.begin(), bytes.end()};
-}
-
-// The names of the entries of a folder, sorted.
-inline std::set<std::string> names_in(const std::filesystem::path& folder) {
-  std::set<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
-    names.insert(entry.path().filename().string());
-  }
-  return names;
 }
 
 }  // namespace grove::testing

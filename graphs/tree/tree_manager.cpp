@@ -379,10 +379,10 @@ TensorList TreeManager::record(FunctionInfo& function, const TensorList& inputs)
     rethrow_out_of_memory(error, "recording", function);
   } catch (const Error& error) {
     // The function cannot be captured (a host read, a synchronisation, ...): remember that, so
-    // later calls at this position run eagerly instead of failing again. The aborted capture ran
-    // nothing and its allocations went back to the pool (Note [Releasing managed functions]).
+    // later calls at this position run eagerly and try again only now and then
+    // (Note [Retrying a failed capture] in tree_manager.h). The aborted capture ran nothing and
+    // its allocations went back to the pool (Note [Releasing managed functions]).
     check_pool("after a failed capture");
-    // See Note [Retrying a failed capture] in tree_manager.h.
     const Fallback fallback{FallbackReason::CaptureFailed,
                             str("recording '", function.label(), "' threw: ", error.message())};
     CaptureFailure& failure = capture_failures_[{node_key(), function.id}];
