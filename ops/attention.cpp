@@ -69,11 +69,20 @@ void infer_attention_backward(const OpCall& call, OutputSpecs& outputs) {
   for (int i = 0; i < 3; ++i) outputs.add(q.sizes(), q.dtype());
 }
 
-constexpr OpEntry kAttention{OpKind::Attention, infer_attention, cpu::attention,
-                             GROVE_CUDA_KERNEL(attention)};
-constexpr OpEntry kAttentionBackward{OpKind::AttentionBackward, infer_attention_backward,
-                                     cpu::attention_backward,
-                                     GROVE_CUDA_KERNEL(attention_backward)};
+constexpr InputSpec kAttentionInputs[] = {{"q"}, {"k"}, {"v"}};
+constexpr InputSpec kAttentionBackwardInputs[] = {{"grad"}, {"q"}, {"k"}, {"v"}, {"out"}, {"lse"}};
+constexpr OpEntry kAttention{.kind = OpKind::Attention,
+                             .inputs = kAttentionInputs,
+                             .infer = infer_attention,
+                             .cpu = cpu::attention,
+                             .cuda = GROVE_CUDA_KERNEL(attention),
+                             .describe = describe_as<AttentionAttributes>};
+constexpr OpEntry kAttentionBackward{.kind = OpKind::AttentionBackward,
+                                     .inputs = kAttentionBackwardInputs,
+                                     .infer = infer_attention_backward,
+                                     .cpu = cpu::attention_backward,
+                                     .cuda = GROVE_CUDA_KERNEL(attention_backward),
+                                     .describe = describe_as<AttentionAttributes>};
 
 }  // namespace
 

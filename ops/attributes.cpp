@@ -435,4 +435,18 @@ std::string EmbeddingBackwardAttributes::describe() const {
   return "num_weights=" + std::to_string(num_weights);
 }
 
+std::string describe_scalar(const char* name, const OpAttributes& attributes) {
+  std::ostringstream out;
+  out << name << "=" << attributes.scalar;
+  return out.str();
+}
+
+std::string describe_scalar_operand(const OpAttributes& attributes) {
+  return attributes.has_scalar ? describe_scalar("scalar", attributes) : std::string();
+}
+
+InputCount binary_input_count(const OpAttributes& attributes) {
+  return InputCount::exactly(attributes.has_scalar ? 1 : 2);
+}
+
 }  // namespace grove::ops

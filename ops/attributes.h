@@ -2,11 +2,12 @@
 // `reals`, `flag`), one small struct that names them, writes them (to_attributes) and reads them
 // back (from), so that the user function, `infer`, the CPU and CUDA kernels and the derivative
 // rule agree on one layout written down once, here. Each also prints itself
-// (`stride=[1,1] padding=[1,1] dilation=[1,1] groups=1`), and describe_attributes() prints the
-// attributes of any call by its kind, for error messages and the IR's printer.
+// (`stride=[1,1] padding=[1,1] dilation=[1,1] groups=1`); each op's OpEntry::describe prints a
+// call's attributes with it, for error messages and the IR's printer (describe_attributes() in
+// ops/op_table.h).
 //
 // Not here: ops whose only attribute is a named field already (the scalar of add(x, 2), the
-// fill value of fill_, the alpha of add_): describe_attributes() prints those directly.
+// fill value of fill_, the alpha of add_): their entries print those directly.
 //
 // from() checks grove's own invariant that the OpAttributes were written by to_attributes() of
 // the same struct (GROVE_INTERNAL_ASSERT); what a user can get wrong is checked in `infer`, with
@@ -332,13 +333,18 @@ struct EmbeddingBackwardAttributes {
   std::string describe() const;
 };
 
-// The attributes of a call of `kind` (ops/describe_attributes.cpp), as the IR printer shows them:
-// "name=value" pairs separated by spaces, in the order of the struct's fields; empty for ops
-// without attributes (matmul). Every OpKind has a printer (a test checks it, and the switch lists
-// every kind).
-std::string describe_attributes(OpKind kind, const OpAttributes& attributes);
-inline std::string describe_attributes(const OpCall& call) {
-  return describe_attributes(call.kind, call.attributes);
+// Printers for OpEntry::describe (ops/dispatch.h), shared by the families' entries.
+// `A::from(attributes).describe()` for a struct above whose printer takes no arguments.
+template <class A>
+std::string describe_as(const OpAttributes& attributes) {
+  return A::from(attributes).describe();
 }
+// "<name>=<scalar>" for ops whose one attribute is the named scalar field (fill_'s value,
+// add_'s alpha); the binary ops' "scalar=2" only when the right operand is a scalar.
+std::string describe_scalar(const char* name, const OpAttributes& attributes);
+std::string describe_scalar_operand(const OpAttributes& attributes);
+
+// Binary ops (add, eq, mul_, ...): (a, b), or (a) alone when b is the scalar attribute.
+InputCount binary_input_count(const OpAttributes& attributes);
 
 }  // namespace grove::ops

@@ -32,14 +32,15 @@ Registry& registry() {
 CollectiveEngine& engine_for(const OpCall& call, const Tensor& x) {
   GROVE_OP_CHECK(call, call.attributes.ints.size() == 2,
                  "expected the attributes {group, reduce op or root}, but got ",
-                 call.attributes.ints.size(), " integers; call ops::all_reduce_, broadcast_ or "
+                 call.attributes.ints.size(),
+                 " integers; call ops::all_reduce_, broadcast_ or "
                  "all_gather rather than dispatching the entry by hand");
   const int group = static_cast<int>(call.attributes.ints[0]);
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   const auto found = r.engines.find({group, x.device().type});
-  GROVE_OP_CHECK(call, found != r.engines.end(), "no process group ", group,
-                 " has an engine for ", x.device(),
+  GROVE_OP_CHECK(call, found != r.engines.end(), "no process group ", group, " has an engine for ",
+                 x.device(),
                  " tensors; call dist::init_process_group() first (it creates Gloo for CPU "
                  "tensors and NCCL for CUDA tensors), and keep the group alive while its "
                  "collectives run");
@@ -122,11 +123,40 @@ constexpr KernelFn kAllReduceCuda = nullptr;
 constexpr KernelFn kBroadcastCuda = nullptr;
 constexpr KernelFn kAllGatherCuda = nullptr;
 #endif
-constexpr OpEntry kAllReduce{OpKind::AllReduce, infer_all_reduce, run_all_reduce,
-                             kAllReduceCuda};
-constexpr OpEntry kBroadcast{OpKind::Broadcast, infer_broadcast, run_broadcast, kBroadcastCuda};
-constexpr OpEntry kAllGather{OpKind::AllGather, infer_all_gather, run_all_gather,
-                             kAllGatherCuda};
+// ints = {group, reduce op or root}.
+std::string describe_all_reduce(const OpAttributes& a) {
+  if (a.ints.size() != 2) return "";
+  return str("group=", a.ints[0], ", op=", reduce_op_name(static_cast<ReduceOp>(a.ints[1])));
+}
+std::string describe_broadcast(const OpAttributes& a) {
+  if (a.ints.size() != 2) return "";
+  return str("group=", a.ints[0], ", root=", a.ints[1]);
+}
+std::string describe_all_gather(const OpAttributes& a) {
+  if (a.ints.size() != 2) return "";
+  return str("group=", a.ints[0]);
+}
+
+// Collectives move any dtype.
+constexpr InputSpec kCollectiveInputs[] = {{"x", InputDTypes::Any}};
+constexpr OpEntry kAllReduce{.kind = OpKind::AllReduce,
+                             .inputs = kCollectiveInputs,
+                             .infer = infer_all_reduce,
+                             .cpu = run_all_reduce,
+                             .cuda = kAllReduceCuda,
+                             .describe = describe_all_reduce};
+constexpr OpEntry kBroadcast{.kind = OpKind::Broadcast,
+                             .inputs = kCollectiveInputs,
+                             .infer = infer_broadcast,
+                             .cpu = run_broadcast,
+                             .cuda = kBroadcastCuda,
+                             .describe = describe_broadcast};
+constexpr OpEntry kAllGather{.kind = OpKind::AllGather,
+                             .inputs = kCollectiveInputs,
+                             .infer = infer_all_gather,
+                             .cpu = run_all_gather,
+                             .cuda = kAllGatherCuda,
+                             .describe = describe_all_gather};
 
 int resolve(int group) {
   if (group >= 0) return group;
@@ -148,10 +178,14 @@ OpAttributes collective_attributes(int group, std::int64_t what) {
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMean: return "mean";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMean:
+      return "mean";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
   }
   return "?";
 }

@@ -148,16 +148,39 @@ void infer_conv2d_backward_weight(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(weight_sizes, input.dtype());
 }
 
-// Inputs: input, weight, bias if any. Attributes: Conv2dAttributes (ops/attributes.h).
-constexpr OpEntry kConv2d{OpKind::Conv2d, infer_conv2d, cpu::conv2d, GROVE_CUDA_KERNEL(conv2d)};
-// Inputs: grad, weight. Attributes: Conv2dAttributes with sizes = input_sizes.
-constexpr OpEntry kConv2dBackwardInput{OpKind::Conv2dBackwardInput, infer_conv2d_backward_input,
-                                       cpu::conv2d_backward_input,
-                                       GROVE_CUDA_KERNEL(conv2d_backward_input)};
-// Inputs: grad, input. Attributes: Conv2dAttributes with sizes = weight_sizes.
-constexpr OpEntry kConv2dBackwardWeight{OpKind::Conv2dBackwardWeight, infer_conv2d_backward_weight,
-                                        cpu::conv2d_backward_weight,
-                                        GROVE_CUDA_KERNEL(conv2d_backward_weight)};
+std::string describe_conv2d_backward_input(const OpAttributes& a) {
+  return Conv2dAttributes::from(a).describe("input_sizes");
+}
+std::string describe_conv2d_backward_weight(const OpAttributes& a) {
+  return Conv2dAttributes::from(a).describe("weight_sizes");
+}
+
+constexpr InputSpec kConv2dInputs[] = {
+    {"input"}, {"weight"}, {"bias", InputDTypes::Floating, true}};
+constexpr InputSpec kConv2dBackwardInputInputs[] = {{"grad"}, {"weight"}};
+constexpr InputSpec kConv2dBackwardWeightInputs[] = {{"grad"}, {"input"}};
+
+// Attributes: Conv2dAttributes (ops/attributes.h).
+constexpr OpEntry kConv2d{.kind = OpKind::Conv2d,
+                          .inputs = kConv2dInputs,
+                          .infer = infer_conv2d,
+                          .cpu = cpu::conv2d,
+                          .cuda = GROVE_CUDA_KERNEL(conv2d),
+                          .describe = describe_as<Conv2dAttributes>};
+// Conv2dAttributes with sizes = input_sizes.
+constexpr OpEntry kConv2dBackwardInput{.kind = OpKind::Conv2dBackwardInput,
+                                       .inputs = kConv2dBackwardInputInputs,
+                                       .infer = infer_conv2d_backward_input,
+                                       .cpu = cpu::conv2d_backward_input,
+                                       .cuda = GROVE_CUDA_KERNEL(conv2d_backward_input),
+                                       .describe = describe_conv2d_backward_input};
+// Conv2dAttributes with sizes = weight_sizes.
+constexpr OpEntry kConv2dBackwardWeight{.kind = OpKind::Conv2dBackwardWeight,
+                                        .inputs = kConv2dBackwardWeightInputs,
+                                        .infer = infer_conv2d_backward_weight,
+                                        .cpu = cpu::conv2d_backward_weight,
+                                        .cuda = GROVE_CUDA_KERNEL(conv2d_backward_weight),
+                                        .describe = describe_conv2d_backward_weight};
 
 OpAttributes conv_attributes(const OpEntry& entry, IntArrayRef stride, IntArrayRef padding,
                              IntArrayRef dilation, std::int64_t groups, IntArrayRef sizes = {},

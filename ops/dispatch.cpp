@@ -92,7 +92,7 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
   // The op's checks and kernel take raw pointers (Note [Host reads during a trace]).
   const InternalDataAccess internal;
   // 1. What every op needs: as many inputs as it takes, defined and on one device.
-  const InputCount count = input_count(entry.kind, attributes);
+  const InputCount count = entry.count_inputs(attributes);
   if (inputs.size() < count.min || inputs.size() > count.max) [[unlikely]] {
     const std::string expected = count.min == count.max ? str(count.min)
                                  : count.max == InputCount::kAny
@@ -118,7 +118,7 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
     GROVE_OP_CHECK(call, destinations.empty(),
                    "dispatch_into: the op writes its first input in place; it takes no "
                    "destination");
-    written = in_place_writes(entry.kind, attributes);  // 1 but for optimizers
+    written = entry.writes(attributes);  // 1 but for optimizers
     for (std::size_t w = 0; w < written; ++w) {
       const Tensor& target = inputs[w];
       // Names the input in a message, when the op writes several; built only on failure.

@@ -2,7 +2,7 @@
 //
 // An op's user function (ops::add, ops::matmul, ...) builds an OpCall (kind, inputs, attributes)
 // and calls dispatch() with the op's OpEntry. dispatch():
-//   1. checks what every op needs: as many inputs as it takes (input_count in op_table.h),
+//   1. checks what every op needs: as many inputs as it takes (OpEntry::count_inputs),
 //      defined and on one device;
 //   2. runs the entry's `infer`, which checks the op's own rules (dtypes, shapes, ranges) and
 //      says what the outputs are; its errors name the op, the input shapes and dtypes;
@@ -42,8 +42,11 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <span>
+#include <string>
 
 #include "core/observer_list.h"
 #include "core/rng.h"
@@ -105,14 +108,78 @@ class OpOutputs {
   std::size_t count_ = 0;
 };
 
+// How many tensor inputs a call takes: min to max, both included.
+struct InputCount {
+  static constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
+  std::size_t min = 0;
+  std::size_t max = 0;
+  static constexpr InputCount exactly(std::size_t count) { return {count, count}; }
+};
+
+// Which dtypes an input of an op takes: the contract its kernels are written for. `infer`
+// enforces it with the op's own message; the entry states it, for readers, for the tests that
+// drive every op (tests/misuse/op_table_misuse_test.cpp) and for adding a dtype.
+enum class InputDTypes : std::uint8_t {
+  Floating,   // float32 or float64: the op's compute dtype, one for all its Floating and Numeric
+              // inputs
+  Numeric,    // any dtype but bool (integers too): the op's compute dtype, as Floating
+  Index,      // int64 indices or class targets
+  Mask,       // bool: a condition or a mask
+  AnyShared,  // any dtype, bool included: one for all the op's AnyShared inputs (cat's tensors)
+  Any,        // any dtype, bool included, not tied to the other inputs (copy_'s source, sum's
+              // input, the collectives')
+  Count,      // a one-element tensor of any numeric dtype holding a count (adamw_'s step)
+};
+
+// One input of an op, as its header documents it.
+struct InputSpec {
+  const char* name;
+  InputDTypes dtypes = InputDTypes::Floating;
+  bool optional = false;  // may be left out; optional inputs come last
+};
+
 using InferFn = void (*)(const OpCall& call, OutputSpecs& outputs);
 using KernelFn = void (*)(const OpCall& call, const OpOutputs& outputs);
+using InputCountFn = InputCount (*)(const OpAttributes& attributes);
+using DescribeFn = std::string (*)(const OpAttributes& attributes);
+using WritesFn = std::size_t (*)(const OpAttributes& attributes);
 
+// Everything grove knows about one op, in one place: its inputs, its rules, its kernels and how
+// its attributes print. Each family writes its entries in ops/<family>.cpp and lists them at
+// the end of that file; the op table (ops/op_table.h) finds one by kind. The recipe for a new op
+// is in ops/op_kind.h. Outside the entry, by design: the derivative rule (autograd/, a layer
+// above; autograd/derivatives.cpp finds it by kind) and the sample call the tests replay
+// (tests/misuse/op_samples.h); tests check that every op has both.
 struct OpEntry {
   OpKind kind;
-  InferFn infer;
-  KernelFn cpu;   // ops/cpu/
-  KernelFn cuda;  // ops/cuda/ (null until the CUDA backend has it)
+  // The inputs in order, with every optional one given. Ops over lists repeat a layout: cat
+  // takes any number of `tensors` (repeats_last_input); sgd_ and adamw_ over n parameters take
+  // n of each per-parameter input, in the order of ops/optim.h (their input_count says how
+  // many).
+  std::span<const InputSpec> inputs;
+  InferFn infer;  // the op's own checks, then its outputs' sizes and dtypes (or in place)
+  KernelFn cpu;   // ops/cpu/<family>.cpp
+  KernelFn cuda;  // ops/cuda/<family>.cu (null: no CUDA kernel yet; dispatch says so)
+  // The attributes of a call as the IR printer and error messages show them ("dim=-1");
+  // null: the op takes no attributes.
+  DescribeFn describe = nullptr;
+  // How many inputs a call takes when the attributes decide (a binary op with a scalar
+  // right operand takes one); null: from `inputs`, leaving out any optional ones.
+  InputCountFn input_count = nullptr;
+  // In-place ops that write more than input 0 (sgd_ and adamw_ over n parameters write
+  // inputs [0, n)); null: input 0 only.
+  WritesFn in_place_writes = nullptr;
+  bool repeats_last_input = false;  // cat: any number of inputs like the last one
+
+  // The number of inputs a call with these attributes takes (dispatch checks it first, so that
+  // no `infer` reads an input that is not there).
+  InputCount count_inputs(const OpAttributes& attributes) const;
+  // How many leading inputs an in-place call writes (1 but for the optimizers).
+  std::size_t writes(const OpAttributes& attributes) const;
+  // The attributes printed ("" when the op has none).
+  std::string describe_attributes(const OpAttributes& attributes) const;
+  // What input i takes (a list op's later inputs repeat the layout's last).
+  const InputSpec& input(std::size_t i) const;
 };
 
 OpOutputs dispatch(const OpEntry& entry, std::span<const Tensor> inputs,

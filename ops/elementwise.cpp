@@ -121,37 +121,68 @@ void infer_unary_backward(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(x.sizes(), x.dtype());
 }
 
-#define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
-GROVE_ENTRY(Add, infer_arithmetic, binary)
-GROVE_ENTRY(Sub, infer_arithmetic, binary)
-GROVE_ENTRY(Mul, infer_arithmetic, binary)
-GROVE_ENTRY(Div, infer_arithmetic, binary)
-GROVE_ENTRY(Maximum, infer_arithmetic, binary)
-GROVE_ENTRY(Minimum, infer_arithmetic, binary)
-GROVE_ENTRY(Eq, infer_comparison, binary)
-GROVE_ENTRY(Ne, infer_comparison, binary)
-GROVE_ENTRY(Lt, infer_comparison, binary)
-GROVE_ENTRY(Le, infer_comparison, binary)
-GROVE_ENTRY(Gt, infer_comparison, binary)
-GROVE_ENTRY(Ge, infer_comparison, binary)
-GROVE_ENTRY(Where, infer_where, where)
-GROVE_ENTRY(MaskedFill, infer_masked_fill, masked_fill)
-GROVE_ENTRY(Clamp, infer_clamp, unary)  // ClampAttributes
-GROVE_ENTRY(Neg, infer_unary_numeric, unary)
-GROVE_ENTRY(Exp, infer_unary_floating, unary)
-GROVE_ENTRY(Log, infer_unary_floating, unary)
-GROVE_ENTRY(Sqrt, infer_unary_floating, unary)
-GROVE_ENTRY(Rsqrt, infer_unary_floating, unary)
-GROVE_ENTRY(Pow, infer_unary_floating, unary)  // PowAttributes
-GROVE_ENTRY(Abs, infer_unary_numeric, unary)
-GROVE_ENTRY(Tanh, infer_unary_floating, unary)
-GROVE_ENTRY(Sigmoid, infer_unary_floating, unary)
-GROVE_ENTRY(Relu, infer_unary_numeric, unary)
-GROVE_ENTRY(Gelu, infer_unary_floating, unary)                  // GeluAttributes
-GROVE_ENTRY(GeluBackward, infer_unary_backward, gelu_backward)  // GeluAttributes
-GROVE_ENTRY(ReluBackward, infer_unary_backward, relu_backward)
-#undef GROVE_ENTRY
+// The inputs each shape of op takes (OpEntry::inputs).
+constexpr InputSpec kBinaryInputs[] = {{"a", InputDTypes::Numeric}, {"b", InputDTypes::Numeric}};
+constexpr InputSpec kWhereInputs[] = {
+    {"condition", InputDTypes::Mask}, {"a", InputDTypes::Numeric}, {"b", InputDTypes::Numeric}};
+constexpr InputSpec kMaskedFillInputs[] = {{"x", InputDTypes::Numeric},
+                                           {"mask", InputDTypes::Mask}};
+constexpr InputSpec kNumericInput[] = {{"x", InputDTypes::Numeric}};
+constexpr InputSpec kFloatingInput[] = {{"x", InputDTypes::Floating}};
+constexpr InputSpec kGeluBackwardInputs[] = {{"grad"}, {"x"}};
+constexpr InputSpec kReluBackwardInputs[] = {{"grad"}, {"y"}};
+
+std::string describe_masked_fill(const OpAttributes& attributes) {
+  return describe_scalar("value", attributes);
+}
+
+// A binary op: its right operand a tensor or the scalar attribute.
+#define GROVE_BINARY(op, infer_fn)                             \
+  constexpr OpEntry k##op{.kind = OpKind::op,                  \
+                          .inputs = kBinaryInputs,             \
+                          .infer = infer_fn,                   \
+                          .cpu = cpu::binary,                  \
+                          .cuda = GROVE_CUDA_KERNEL(binary),   \
+                          .describe = describe_scalar_operand, \
+                          .input_count = binary_input_count};
+#define GROVE_UNARY(op, inputs_, infer_fn, kernel_fn, describe_) \
+  constexpr OpEntry k##op{.kind = OpKind::op,                    \
+                          .inputs = inputs_,                     \
+                          .infer = infer_fn,                     \
+                          .cpu = cpu::kernel_fn,                 \
+                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),  \
+                          .describe = describe_};
+GROVE_BINARY(Add, infer_arithmetic)
+GROVE_BINARY(Sub, infer_arithmetic)
+GROVE_BINARY(Mul, infer_arithmetic)
+GROVE_BINARY(Div, infer_arithmetic)
+GROVE_BINARY(Maximum, infer_arithmetic)
+GROVE_BINARY(Minimum, infer_arithmetic)
+GROVE_BINARY(Eq, infer_comparison)
+GROVE_BINARY(Ne, infer_comparison)
+GROVE_BINARY(Lt, infer_comparison)
+GROVE_BINARY(Le, infer_comparison)
+GROVE_BINARY(Gt, infer_comparison)
+GROVE_BINARY(Ge, infer_comparison)
+GROVE_UNARY(Where, kWhereInputs, infer_where, where, nullptr)
+GROVE_UNARY(MaskedFill, kMaskedFillInputs, infer_masked_fill, masked_fill, describe_masked_fill)
+GROVE_UNARY(Clamp, kNumericInput, infer_clamp, unary, describe_as<ClampAttributes>)
+GROVE_UNARY(Neg, kNumericInput, infer_unary_numeric, unary, nullptr)
+GROVE_UNARY(Exp, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Log, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Sqrt, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Rsqrt, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Pow, kFloatingInput, infer_unary_floating, unary, describe_as<PowAttributes>)
+GROVE_UNARY(Abs, kNumericInput, infer_unary_numeric, unary, nullptr)
+GROVE_UNARY(Tanh, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Sigmoid, kFloatingInput, infer_unary_floating, unary, nullptr)
+GROVE_UNARY(Relu, kNumericInput, infer_unary_numeric, unary, nullptr)
+GROVE_UNARY(Gelu, kFloatingInput, infer_unary_floating, unary, describe_as<GeluAttributes>)
+GROVE_UNARY(GeluBackward, kGeluBackwardInputs, infer_unary_backward, gelu_backward,
+            describe_as<GeluAttributes>)
+GROVE_UNARY(ReluBackward, kReluBackwardInputs, infer_unary_backward, relu_backward, nullptr)
+#undef GROVE_UNARY
+#undef GROVE_BINARY
 
 Tensor binary(const OpEntry& entry, const Tensor& a, const Tensor& b) {
   return dispatch(entry, {a, b})[0];

@@ -44,13 +44,23 @@ void infer_embedding_backward(const OpCall& call, OutputSpecs& outputs) {
   outputs.add({num_weights, grad.size(-1)}, grad.dtype());
 }
 
-// Inputs: weight, indices. No attributes.
-constexpr OpEntry kEmbedding{OpKind::Embedding, infer_embedding, cpu::embedding,
-                             GROVE_CUDA_KERNEL(embedding)};
-// Inputs: grad, indices. EmbeddingBackwardAttributes (ops/attributes.h).
-constexpr OpEntry kEmbeddingBackward{OpKind::EmbeddingBackward, infer_embedding_backward,
-                                     cpu::embedding_backward,
-                                     GROVE_CUDA_KERNEL(embedding_backward)};
+// The weight's rows may be of any dtype (a lookup copies them).
+constexpr InputSpec kEmbeddingInputs[] = {{"weight", InputDTypes::Any},
+                                          {"indices", InputDTypes::Index}};
+constexpr InputSpec kEmbeddingBackwardInputs[] = {{"grad"}, {"indices", InputDTypes::Index}};
+// No attributes.
+constexpr OpEntry kEmbedding{.kind = OpKind::Embedding,
+                             .inputs = kEmbeddingInputs,
+                             .infer = infer_embedding,
+                             .cpu = cpu::embedding,
+                             .cuda = GROVE_CUDA_KERNEL(embedding)};
+// EmbeddingBackwardAttributes (ops/attributes.h).
+constexpr OpEntry kEmbeddingBackward{.kind = OpKind::EmbeddingBackward,
+                                     .inputs = kEmbeddingBackwardInputs,
+                                     .infer = infer_embedding_backward,
+                                     .cpu = cpu::embedding_backward,
+                                     .cuda = GROVE_CUDA_KERNEL(embedding_backward),
+                                     .describe = describe_as<EmbeddingBackwardAttributes>};
 
 }  // namespace
 

@@ -122,18 +122,81 @@ void infer_normal(const OpCall& call, OutputSpecs& outputs) {
 // Inputs are (x, operands...). Attributes: scalar is alpha (add_), the factor (mul_ with
 // has_scalar), value (addcmul_, addcdiv_), the weight (lerp_ with two inputs) or the fill value;
 // uniform_ and normal_ take UniformAttributes and NormalAttributes (ops/attributes.h).
-constexpr OpEntry kAddInplace{OpKind::AddInplace, infer_add, cpu::update,
-                              GROVE_CUDA_KERNEL(update)};
-constexpr OpEntry kMulInplace{OpKind::MulInplace, infer_mul, cpu::update,
-                              GROVE_CUDA_KERNEL(update)};
-constexpr OpEntry kAddcmul{OpKind::Addcmul, infer_addcmul, cpu::update, GROVE_CUDA_KERNEL(update)};
-constexpr OpEntry kAddcdiv{OpKind::Addcdiv, infer_addcdiv, cpu::update, GROVE_CUDA_KERNEL(update)};
-constexpr OpEntry kLerp{OpKind::Lerp, infer_lerp, cpu::update, GROVE_CUDA_KERNEL(update)};
-constexpr OpEntry kFill{OpKind::Fill, infer_fill, cpu::fill, GROVE_CUDA_KERNEL(fill)};
-constexpr OpEntry kCopy{OpKind::Copy, infer_copy, cpu::copy, GROVE_CUDA_KERNEL(copy)};
-constexpr OpEntry kUniform{OpKind::Uniform, infer_uniform, cpu::uniform,
-                           GROVE_CUDA_KERNEL(uniform)};
-constexpr OpEntry kNormal{OpKind::Normal, infer_normal, cpu::normal, GROVE_CUDA_KERNEL(normal)};
+constexpr InputSpec kAddInputs[] = {{"x", InputDTypes::Numeric}, {"other", InputDTypes::Numeric}};
+constexpr InputSpec kMulInputs[] = {{"x", InputDTypes::Numeric}, {"other", InputDTypes::Numeric}};
+constexpr InputSpec kAddcInputs[] = {{"x", InputDTypes::Numeric},
+                                     {"tensor1", InputDTypes::Numeric},
+                                     {"tensor2", InputDTypes::Numeric}};
+constexpr InputSpec kAddcdivInputs[] = {{"x"}, {"tensor1"}, {"tensor2"}};
+constexpr InputSpec kLerpInputs[] = {{"x"}, {"end"}, {"weight", InputDTypes::Floating, true}};
+constexpr InputSpec kFillInputs[] = {{"x", InputDTypes::Any}};
+constexpr InputSpec kCopyInputs[] = {{"x", InputDTypes::Any}, {"src", InputDTypes::Any}};
+constexpr InputSpec kRandomInputs[] = {{"x"}};
+
+std::string describe_alpha(const OpAttributes& a) {
+  return describe_scalar("alpha", a);
+}
+std::string describe_value(const OpAttributes& a) {
+  return describe_scalar("value", a);
+}
+std::string describe_lerp(const OpAttributes& a) {
+  return a.has_scalar ? describe_scalar("weight", a) : std::string();
+}
+
+constexpr OpEntry kAddInplace{.kind = OpKind::AddInplace,
+                              .inputs = kAddInputs,
+                              .infer = infer_add,
+                              .cpu = cpu::update,
+                              .cuda = GROVE_CUDA_KERNEL(update),
+                              .describe = describe_alpha};
+constexpr OpEntry kMulInplace{.kind = OpKind::MulInplace,
+                              .inputs = kMulInputs,
+                              .infer = infer_mul,
+                              .cpu = cpu::update,
+                              .cuda = GROVE_CUDA_KERNEL(update),
+                              .describe = describe_scalar_operand,
+                              .input_count = binary_input_count};
+constexpr OpEntry kAddcmul{.kind = OpKind::Addcmul,
+                           .inputs = kAddcInputs,
+                           .infer = infer_addcmul,
+                           .cpu = cpu::update,
+                           .cuda = GROVE_CUDA_KERNEL(update),
+                           .describe = describe_value};
+constexpr OpEntry kAddcdiv{.kind = OpKind::Addcdiv,
+                           .inputs = kAddcdivInputs,
+                           .infer = infer_addcdiv,
+                           .cpu = cpu::update,
+                           .cuda = GROVE_CUDA_KERNEL(update),
+                           .describe = describe_value};
+constexpr OpEntry kLerp{.kind = OpKind::Lerp,
+                        .inputs = kLerpInputs,
+                        .infer = infer_lerp,
+                        .cpu = cpu::update,
+                        .cuda = GROVE_CUDA_KERNEL(update),
+                        .describe = describe_lerp};
+constexpr OpEntry kFill{.kind = OpKind::Fill,
+                        .inputs = kFillInputs,
+                        .infer = infer_fill,
+                        .cpu = cpu::fill,
+                        .cuda = GROVE_CUDA_KERNEL(fill),
+                        .describe = describe_value};
+constexpr OpEntry kCopy{.kind = OpKind::Copy,
+                        .inputs = kCopyInputs,
+                        .infer = infer_copy,
+                        .cpu = cpu::copy,
+                        .cuda = GROVE_CUDA_KERNEL(copy)};
+constexpr OpEntry kUniform{.kind = OpKind::Uniform,
+                           .inputs = kRandomInputs,
+                           .infer = infer_uniform,
+                           .cpu = cpu::uniform,
+                           .cuda = GROVE_CUDA_KERNEL(uniform),
+                           .describe = describe_as<UniformAttributes>};
+constexpr OpEntry kNormal{.kind = OpKind::Normal,
+                          .inputs = kRandomInputs,
+                          .infer = infer_normal,
+                          .cpu = cpu::normal,
+                          .cuda = GROVE_CUDA_KERNEL(normal),
+                          .describe = describe_as<NormalAttributes>};
 
 const Tensor& run(const OpEntry& entry, const Tensor& x, std::initializer_list<Tensor> inputs,
                   const OpAttributes& attributes) {

@@ -86,14 +86,43 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(a.normalized_shape, x.dtype());  // grad_bias
 }
 
+// (x[, weight][, bias]): has_weight says whether the weight is there.
+InputCount layer_norm_input_count(const OpAttributes& attributes) {
+  const std::size_t weight = LayerNormAttributes::from(attributes).has_weight ? 1 : 0;
+  return {1 + weight, 2 + weight};
+}
+// (grad, x, mean, rstd[, weight]).
+InputCount layer_norm_backward_input_count(const OpAttributes& attributes) {
+  return InputCount::exactly(LayerNormAttributes::from(attributes).has_weight ? 5 : 4);
+}
+std::string describe_layer_norm(const OpAttributes& a) {
+  return LayerNormAttributes::from(a).describe(/*with_eps=*/true);
+}
+std::string describe_layer_norm_backward(const OpAttributes& a) {
+  return LayerNormAttributes::from(a).describe(/*with_eps=*/false);
+}
+
+constexpr InputSpec kLayerNormInputs[] = {
+    {"x"}, {"weight", InputDTypes::Floating, true}, {"bias", InputDTypes::Floating, true}};
+constexpr InputSpec kLayerNormBackwardInputs[] = {
+    {"grad"}, {"x"}, {"mean"}, {"rstd"}, {"weight", InputDTypes::Floating, true}};
+
 // Outputs: y, mean, rstd.
-constexpr OpEntry kLayerNorm{OpKind::LayerNorm, infer_layer_norm, cpu::layer_norm,
-                             GROVE_CUDA_KERNEL(layer_norm)};
-// Inputs: grad, x, mean, rstd, weight if has_weight. Outputs: grad_input, grad_weight,
-// grad_bias.
-constexpr OpEntry kLayerNormBackward{OpKind::LayerNormBackward, infer_layer_norm_backward,
-                                     cpu::layer_norm_backward,
-                                     GROVE_CUDA_KERNEL(layer_norm_backward)};
+constexpr OpEntry kLayerNorm{.kind = OpKind::LayerNorm,
+                             .inputs = kLayerNormInputs,
+                             .infer = infer_layer_norm,
+                             .cpu = cpu::layer_norm,
+                             .cuda = GROVE_CUDA_KERNEL(layer_norm),
+                             .describe = describe_layer_norm,
+                             .input_count = layer_norm_input_count};
+// Outputs: grad_input, grad_weight, grad_bias.
+constexpr OpEntry kLayerNormBackward{.kind = OpKind::LayerNormBackward,
+                                     .inputs = kLayerNormBackwardInputs,
+                                     .infer = infer_layer_norm_backward,
+                                     .cpu = cpu::layer_norm_backward,
+                                     .cuda = GROVE_CUDA_KERNEL(layer_norm_backward),
+                                     .describe = describe_layer_norm_backward,
+                                     .input_count = layer_norm_backward_input_count};
 
 }  // namespace
 

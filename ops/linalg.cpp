@@ -85,10 +85,23 @@ void infer_linear(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // No attributes.
-constexpr OpEntry kMatmul{OpKind::Matmul, infer_matmul, cpu::matmul, GROVE_CUDA_KERNEL(matmul)};
-constexpr OpEntry kBmm{OpKind::Bmm, infer_bmm, cpu::matmul, GROVE_CUDA_KERNEL(matmul)};
-// Inputs: x, weight and, when there is one, bias.
-constexpr OpEntry kLinear{OpKind::Linear, infer_linear, cpu::linear, GROVE_CUDA_KERNEL(linear)};
+constexpr InputSpec kMatmulInputs[] = {{"a"}, {"b"}};
+constexpr InputSpec kLinearInputs[] = {{"x"}, {"weight"}, {"bias", InputDTypes::Floating, true}};
+constexpr OpEntry kMatmul{.kind = OpKind::Matmul,
+                          .inputs = kMatmulInputs,
+                          .infer = infer_matmul,
+                          .cpu = cpu::matmul,
+                          .cuda = GROVE_CUDA_KERNEL(matmul)};
+constexpr OpEntry kBmm{.kind = OpKind::Bmm,
+                       .inputs = kMatmulInputs,
+                       .infer = infer_bmm,
+                       .cpu = cpu::matmul,
+                       .cuda = GROVE_CUDA_KERNEL(matmul)};
+constexpr OpEntry kLinear{.kind = OpKind::Linear,
+                          .inputs = kLinearInputs,
+                          .infer = infer_linear,
+                          .cpu = cpu::linear,
+                          .cuda = GROVE_CUDA_KERNEL(linear)};
 
 }  // namespace
 

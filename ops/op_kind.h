@@ -1,23 +1,29 @@
 // OpKind: every op grove has, in one list. The list is the table of contents of ops/: each entry
 // names the op as users spell it, and the family file that declares, checks and runs it.
 //
-// Recipe for adding an op (see also dispatch.h and op_table.h):
-//   1. add it to GROVE_OPS below, in its family;
-//   2. declare the user function in ops/<family>.h and write it in ops/<family>.cpp: build the
-//      OpAttributes, call dispatch() with the family's OpEntry for the op;
-//   3. write its argument check and output shapes (the entry's `infer`) in ops/<family>.cpp, its
-//      CPU kernel in ops/cpu/<family>.cpp and its CUDA kernel in ops/cuda/<family>.cu (or list
-//      the op in tests/ops/op_table_test.cpp as one without a CUDA kernel);
-//   4. add the OpEntry to the family's entry list (<family>_entries() at the end of
-//      ops/<family>.cpp), which the op table (op_entry(kind), ops/op_table.h) gathers, and its
-//      number of tensor inputs to ops/input_counts.cpp (dispatch checks it);
-//   5. its derivative rule in the matching autograd/rules_*.cpp, headed by its math, and a
-//      gradcheck case in tests/autograd/gradcheck_<family>_test.cpp (or Differentiability::Never
-//      or NoRule in the rule list); tests/autograd/gradcheck_coverage_test.cpp checks both;
-//   6. a test entry in tests/ops/<family>_test.cpp against a naive double reference, and a
-//      parity test of the CUDA kernel against the CPU kernel in
-//      tests/ops/cuda_<family>_test.cpp;
-//   7. a benchmark in bench/ if it is hot.
+// Recipe for adding an op. Everything about it is reachable from its OpEntry (ops/dispatch.h)
+// or found by its kind, and a test fails when a piece is missing. The files it touches:
+//   1. ops/op_kind.h: the op in GROVE_OPS below, in its family;
+//   2. ops/<family>.h: the user function, its math and shapes in the comment;
+//   3. ops/<family>.cpp: its `infer` (the op's own checks, then its outputs), its OpEntry (the
+//      named inputs and the dtypes each takes, infer, kernels, the attribute printer, an input
+//      count when attributes decide it), the user function (build the OpAttributes, dispatch
+//      with the entry), and the entry in <family>_entries() at the end of the file; attributes
+//      beyond one scalar get a typed struct in ops/attributes.h and .cpp;
+//   4. ops/cpu/<family>.h and .cpp: the CPU kernel, the readable reference;
+//   5. ops/cuda/<family>.h and .cu: the CUDA kernel, and its row in the parity table
+//      tests/ops/cuda_parity_test.cpp (CudaParityCoverageTest fails without it); or, with no
+//      CUDA kernel yet, the op in the list of tests/ops/op_table_test.cpp;
+//   6. autograd/rules_<family>.cpp: its derivative rule, headed by its math (or
+//      Differentiability::Never or NoRule), and a gradcheck case in
+//      tests/autograd/gradcheck_<family>_test.cpp (gradcheck_coverage_test.cpp checks both);
+//   7. tests/misuse/op_samples.h: a valid call, which the misuse suite breaks one way at a time
+//      (op_table_misuse_test.cpp fails for an op without one, or with attributes and no printer);
+//   8. tests/ops/<family>_test.cpp: values against a naive double reference;
+//   9. bench/ if it is hot; models/nn/ if users want it as a layer.
+// A new family also adds <family>_entries() to ops/op_table.h and ops/op_table.cpp, and its
+// test files to tests/ops/CMakeLists.txt. Dispatch, the IR, tracing, compile and the printers
+// need nothing: they read the entry.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,11 @@
-// The op table: every op's OpEntry (argument check, CPU kernel, CUDA kernel), found by its kind.
+// The op table: every op's OpEntry (its inputs, argument check, kernels, attribute printer),
+// found by its kind.
 //
 // The user functions (ops::add, ops::conv2d, ...) hold their own entry and never look it up;
 // the table is for code that has only a kind and attributes in hand, such as an interpreter that
 // replays a recorded node: dispatch(op_entry(node.kind), inputs, node.attributes) runs the op
 // exactly as its user function would (the same checks, kernels and observers), and
-// describe_attributes(node.kind, node.attributes) (ops/attributes.h) prints them.
+// describe_attributes(node.kind, node.attributes) prints them.
 //
 // It is gathered, the first time it is used, from one list per op family (the functions below,
 // each written at the end of ops/<family>.cpp), the way autograd/derivatives.cpp gathers the
@@ -16,8 +17,8 @@
 #pragma once
 
 #include <cstddef>
-#include <limits>
 #include <span>
+#include <string>
 
 #include "ops/dispatch.h"
 
@@ -26,24 +27,22 @@ namespace grove::ops {
 // The entry of `kind`. Lives as long as the program.
 const OpEntry& op_entry(OpKind kind);
 
-// How many tensor inputs a call takes: min to max, both included.
-struct InputCount {
-  static constexpr std::size_t kAny = std::numeric_limits<std::size_t>::max();
-  std::size_t min = 0;
-  std::size_t max = 0;
-  static constexpr InputCount exactly(std::size_t count) { return {count, count}; }
-};
-
-// The number of inputs a call of `kind` with these attributes takes (a binary op with a scalar
-// operand takes one tensor). dispatch() checks it first, so that no `infer` reads an input that
-// is not there (ops/input_counts.cpp).
-InputCount input_count(OpKind kind, const OpAttributes& attributes);
-
-// How many leading inputs an in-place op (OutputSpecs::in_place) writes: 1, except sgd_ and
-// adamw_ over n parameters, which write inputs [0, n), the parameters (their states, written
-// too, are optimizer-internal; ops/optim.h). dispatch() checks each of them as it checks input
-// 0 and bumps their versions; a trace records them as written (graphs/ir/graph.h).
-std::size_t in_place_writes(OpKind kind, const OpAttributes& attributes);
+// The facts of a call of `kind`, for code that holds a kind rather than an entry (the IR, the
+// autograd recorder); each is the entry's own (OpEntry in ops/dispatch.h).
+inline InputCount input_count(OpKind kind, const OpAttributes& attributes) {
+  return op_entry(kind).count_inputs(attributes);
+}
+inline std::size_t in_place_writes(OpKind kind, const OpAttributes& attributes) {
+  return op_entry(kind).writes(attributes);
+}
+// "name=value" pairs separated by spaces, in the order of the attribute struct's fields
+// (ops/attributes.h); empty for ops without attributes (matmul).
+inline std::string describe_attributes(OpKind kind, const OpAttributes& attributes) {
+  return op_entry(kind).describe_attributes(attributes);
+}
+inline std::string describe_attributes(const OpCall& call) {
+  return describe_attributes(call.kind, call.attributes);
+}
 
 // The families' entry lists (ops/<family>.cpp), gathered by op_entry(). The order within a list
 // is the order of GROVE_OPS in ops/op_kind.h.

@@ -114,8 +114,7 @@ void check_param_count(const OpCall& call, std::int64_t params, std::size_t per_
   GROVE_OP_CHECK(call, params >= 1 && params <= kMaxOptimParams,
                  "expected params (the number of parameters the call updates) in [1, ",
                  kMaxOptimParams, "], but got ", params);
-  GROVE_OP_CHECK(call,
-                 call.inputs.size() == static_cast<std::size_t>(params) * per_param + others,
+  GROVE_OP_CHECK(call, call.inputs.size() == static_cast<std::size_t>(params) * per_param + others,
                  "expected ", per_param, " tensors for each of the ", params,
                  " parameters, grouped by kind (all parameters, then all gradients, then each "
                  "state's), then ",
@@ -191,17 +190,79 @@ void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
                  "but got ",
                  step.dtype(), step.sizes());
   for (std::size_t i = 0; i < tensors; ++i) {
-    GROVE_OP_CHECK(call, !overlap(call.input(i), step),
-                   operand_name(kNames, i / static_cast<std::size_t>(params),
-                                i % static_cast<std::size_t>(params),
-                                static_cast<std::size_t>(params)),
-                   " shares memory with step; the step needs its own tensor");
+    GROVE_OP_CHECK(
+        call, !overlap(call.input(i), step),
+        operand_name(kNames, i / static_cast<std::size_t>(params),
+                     i % static_cast<std::size_t>(params), static_cast<std::size_t>(params)),
+        " shares memory with step; the step needs its own tensor");
   }
   outputs.in_place = true;
 }
 
-constexpr OpEntry kSgd{OpKind::SgdStep, infer_sgd, cpu::sgd, GROVE_CUDA_KERNEL(sgd)};
-constexpr OpEntry kAdamw{OpKind::AdamwStep, infer_adamw, cpu::adamw, GROVE_CUDA_KERNEL(adamw)};
+// A parameter count infer_sgd and infer_adamw accept (they refuse others with their own
+// message, so the counts below accept any number of inputs for them).
+bool valid_param_count(std::int64_t params) {
+  return params >= 1 && params <= kMaxOptimParams;
+}
+
+// (param, grad[, velocity][, lr]), or n of each but lr.
+InputCount sgd_input_count(const OpAttributes& attributes) {
+  const SgdAttributes a = SgdAttributes::from(attributes);
+  const std::size_t lr = a.lr_from_tensor ? 1 : 0;
+  if (a.params == 1) return {2 + lr, 3 + lr};
+  if (!valid_param_count(a.params)) return {0, InputCount::kAny};
+  const auto n = static_cast<std::size_t>(a.params);
+  return InputCount::exactly(n * (a.momentum != 0 ? 3 : 2) + lr);
+}
+
+// (param, grad, exp_avg, exp_avg_sq, step[, lr]), n of each of the first four.
+InputCount adamw_input_count(const OpAttributes& attributes) {
+  const AdamwAttributes a = AdamwAttributes::from(attributes);
+  if (!valid_param_count(a.params)) return {0, InputCount::kAny};
+  return InputCount::exactly(4 * static_cast<std::size_t>(a.params) + 1 +
+                             (a.lr_from_tensor ? 1 : 0));
+}
+
+// Both write their n parameters, inputs [0, n); the states they also write are
+// optimizer-internal (ops/optim.h).
+std::size_t written_params(std::int64_t params) {
+  return valid_param_count(params) ? static_cast<std::size_t>(params) : 1;
+}
+std::size_t sgd_writes(const OpAttributes& attributes) {
+  return written_params(SgdAttributes::from(attributes).params);
+}
+std::size_t adamw_writes(const OpAttributes& attributes) {
+  return written_params(AdamwAttributes::from(attributes).params);
+}
+
+// The layout for one parameter; n parameters repeat each of the per-parameter inputs n times.
+constexpr InputSpec kSgdInputs[] = {{"param"},
+                                    {"grad"},
+                                    {"velocity", InputDTypes::Floating, true},
+                                    {"lr", InputDTypes::Floating, true}};
+constexpr InputSpec kAdamwInputs[] = {{"param"},
+                                      {"grad"},
+                                      {"exp_avg"},
+                                      {"exp_avg_sq"},
+                                      {"step", InputDTypes::Count},
+                                      {"lr", InputDTypes::Floating, true}};
+
+constexpr OpEntry kSgd{.kind = OpKind::SgdStep,
+                       .inputs = kSgdInputs,
+                       .infer = infer_sgd,
+                       .cpu = cpu::sgd,
+                       .cuda = GROVE_CUDA_KERNEL(sgd),
+                       .describe = describe_as<SgdAttributes>,
+                       .input_count = sgd_input_count,
+                       .in_place_writes = sgd_writes};
+constexpr OpEntry kAdamw{.kind = OpKind::AdamwStep,
+                         .inputs = kAdamwInputs,
+                         .infer = infer_adamw,
+                         .cpu = cpu::adamw,
+                         .cuda = GROVE_CUDA_KERNEL(adamw),
+                         .describe = describe_as<AdamwAttributes>,
+                         .input_count = adamw_input_count,
+                         .in_place_writes = adamw_writes};
 
 }  // namespace
 
@@ -265,15 +326,16 @@ void append_list(std::vector<Tensor>& inputs, std::span<const Tensor> list, std:
 void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
           std::span<const Tensor> velocities, const Tensor& lr, const SgdOptions& options) {
   GROVE_CHECK(!params.empty(), "sgd_: expected at least one parameter, but the list is empty");
-  const SgdAttributes attributes{options.lr,       options.momentum, options.weight_decay,
-                                 options.nesterov, lr.defined(),
-                                 static_cast<std::int64_t>(params.size())};
+  const SgdAttributes attributes{options.lr,           options.momentum,
+                                 options.weight_decay, options.nesterov,
+                                 lr.defined(),         static_cast<std::int64_t>(params.size())};
   std::vector<Tensor> inputs;
   inputs.reserve(3 * params.size() + 1);
   append_list(inputs, params, params.size(), "sgd_", "parameter");
   append_list(inputs, grads, params.size(), "sgd_", "gradient");
   if (options.momentum != 0 || !velocities.empty()) {
-    GROVE_CHECK(options.momentum != 0, "sgd_: velocities are for momentum != 0; with momentum 0, "
+    GROVE_CHECK(options.momentum != 0,
+                "sgd_: velocities are for momentum != 0; with momentum 0, "
                 "pass none (an empty list)");
     append_list(inputs, velocities, params.size(), "sgd_", "velocity");
   }
@@ -285,8 +347,12 @@ void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
             std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
             const Tensor& step, const Tensor& lr, const AdamwOptions& options) {
   GROVE_CHECK(!params.empty(), "adamw_: expected at least one parameter, but the list is empty");
-  const AdamwAttributes attributes{options.lr,  options.beta1,        options.beta2,
-                                   options.eps, options.weight_decay, lr.defined(),
+  const AdamwAttributes attributes{options.lr,
+                                   options.beta1,
+                                   options.beta2,
+                                   options.eps,
+                                   options.weight_decay,
+                                   lr.defined(),
                                    static_cast<std::int64_t>(params.size())};
   std::vector<Tensor> inputs;
   inputs.reserve(4 * params.size() + 2);

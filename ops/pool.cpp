@@ -108,18 +108,37 @@ void infer_avg_pool2d_backward(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // Attributes: Pool2dAttributes (ops/attributes.h). Outputs: values and int64 indices.
-constexpr OpEntry kMaxPool2d{OpKind::MaxPool2d, infer_pool2d, cpu::max_pool2d,
-                             GROVE_CUDA_KERNEL(max_pool2d)};
-constexpr OpEntry kAvgPool2d{OpKind::AvgPool2d, infer_pool2d, cpu::avg_pool2d,
-                             GROVE_CUDA_KERNEL(avg_pool2d)};
-// Inputs: grad, indices. Attributes: MaxPool2dBackwardAttributes.
-constexpr OpEntry kMaxPool2dBackward{OpKind::MaxPool2dBackward, infer_max_pool2d_backward,
-                                     cpu::max_pool2d_backward,
-                                     GROVE_CUDA_KERNEL(max_pool2d_backward)};
-// Inputs: grad. Attributes: Pool2dAttributes (the forward's window) with input_sizes.
-constexpr OpEntry kAvgPool2dBackward{OpKind::AvgPool2dBackward, infer_avg_pool2d_backward,
-                                     cpu::avg_pool2d_backward,
-                                     GROVE_CUDA_KERNEL(avg_pool2d_backward)};
+constexpr InputSpec kPoolInputs[] = {{"x"}};
+constexpr InputSpec kMaxPool2dBackwardInputs[] = {{"grad"}, {"indices", InputDTypes::Index}};
+constexpr InputSpec kAvgPool2dBackwardInputs[] = {{"grad"}};
+
+// Attributes: Pool2dAttributes. max_pool2d outputs the values and their indices.
+constexpr OpEntry kMaxPool2d{.kind = OpKind::MaxPool2d,
+                             .inputs = kPoolInputs,
+                             .infer = infer_pool2d,
+                             .cpu = cpu::max_pool2d,
+                             .cuda = GROVE_CUDA_KERNEL(max_pool2d),
+                             .describe = describe_as<Pool2dAttributes>};
+constexpr OpEntry kAvgPool2d{.kind = OpKind::AvgPool2d,
+                             .inputs = kPoolInputs,
+                             .infer = infer_pool2d,
+                             .cpu = cpu::avg_pool2d,
+                             .cuda = GROVE_CUDA_KERNEL(avg_pool2d),
+                             .describe = describe_as<Pool2dAttributes>};
+// Attributes: MaxPool2dBackwardAttributes.
+constexpr OpEntry kMaxPool2dBackward{.kind = OpKind::MaxPool2dBackward,
+                                     .inputs = kMaxPool2dBackwardInputs,
+                                     .infer = infer_max_pool2d_backward,
+                                     .cpu = cpu::max_pool2d_backward,
+                                     .cuda = GROVE_CUDA_KERNEL(max_pool2d_backward),
+                                     .describe = describe_as<MaxPool2dBackwardAttributes>};
+// Attributes: Pool2dAttributes (the forward's window) with input_sizes.
+constexpr OpEntry kAvgPool2dBackward{.kind = OpKind::AvgPool2dBackward,
+                                     .inputs = kAvgPool2dBackwardInputs,
+                                     .infer = infer_avg_pool2d_backward,
+                                     .cpu = cpu::avg_pool2d_backward,
+                                     .cuda = GROVE_CUDA_KERNEL(avg_pool2d_backward),
+                                     .describe = describe_as<Pool2dAttributes>};
 
 Pool2dAttributes window_attributes(const OpEntry& entry, IntArrayRef kernel, IntArrayRef stride,
                                    IntArrayRef padding) {

@@ -58,14 +58,34 @@ void infer_dropout(const OpCall& call, OutputSpecs& outputs) {
 }
 
 // FactoryAttributes (randint: RandintAttributes).
-constexpr OpEntry kRand{OpKind::Rand, infer_floating_factory, cpu::rand, GROVE_CUDA_KERNEL(rand)};
-constexpr OpEntry kRandn{OpKind::Randn, infer_floating_factory, cpu::randn,
-                         GROVE_CUDA_KERNEL(randn)};
-constexpr OpEntry kRandint{OpKind::Randint, infer_randint, cpu::randint,
-                           GROVE_CUDA_KERNEL(randint)};
+constexpr InputSpec kDropoutInputs[] = {{"x"}};
+
+// Factories: no inputs; FactoryAttributes and RandintAttributes.
+constexpr OpEntry kRand{.kind = OpKind::Rand,
+                        .inputs = {},
+                        .infer = infer_floating_factory,
+                        .cpu = cpu::rand,
+                        .cuda = GROVE_CUDA_KERNEL(rand),
+                        .describe = describe_as<FactoryAttributes>};
+constexpr OpEntry kRandn{.kind = OpKind::Randn,
+                         .inputs = {},
+                         .infer = infer_floating_factory,
+                         .cpu = cpu::randn,
+                         .cuda = GROVE_CUDA_KERNEL(randn),
+                         .describe = describe_as<FactoryAttributes>};
+constexpr OpEntry kRandint{.kind = OpKind::Randint,
+                           .inputs = {},
+                           .infer = infer_randint,
+                           .cpu = cpu::randint,
+                           .cuda = GROVE_CUDA_KERNEL(randint),
+                           .describe = describe_as<RandintAttributes>};
 // DropoutAttributes; outputs: result, bool keep mask.
-constexpr OpEntry kDropout{OpKind::Dropout, infer_dropout, cpu::dropout,
-                           GROVE_CUDA_KERNEL(dropout)};
+constexpr OpEntry kDropout{.kind = OpKind::Dropout,
+                           .inputs = kDropoutInputs,
+                           .infer = infer_dropout,
+                           .cpu = cpu::dropout,
+                           .cuda = GROVE_CUDA_KERNEL(dropout),
+                           .describe = describe_as<DropoutAttributes>};
 
 Tensor floating_factory(const OpEntry& entry, IntArrayRef sizes, const TensorOptions& options,
                         Generator* generator) {

@@ -101,15 +101,33 @@ void infer_max_like(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(shape, index_dtype);
 }
 
-#define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
+// sum takes any dtype (it counts bools, into int64); mean and var floating-point ones; max and
+// argmax any numeric one.
+constexpr InputSpec kSumInput[] = {{"x", InputDTypes::Any}};
+constexpr InputSpec kFloatingInput[] = {{"x", InputDTypes::Floating}};
+constexpr InputSpec kNumericInput[] = {{"x", InputDTypes::Numeric}};
+
+std::string describe_reduce(const OpAttributes& a) {
+  return ReduceAttributes::from(a).describe(/*with_correction=*/false);
+}
+std::string describe_var(const OpAttributes& a) {
+  return ReduceAttributes::from(a).describe(/*with_correction=*/true);
+}
+
+#define GROVE_ENTRY(op, inputs_, infer_fn, kernel_fn, describe_) \
+  constexpr OpEntry k##op{.kind = OpKind::op,                    \
+                          .inputs = inputs_,                     \
+                          .infer = infer_fn,                     \
+                          .cpu = cpu::kernel_fn,                 \
+                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),  \
+                          .describe = describe_};
 // Attributes: ReduceAttributes. max and argmax: dims = {dim} (max outputs values and indices) or
 // {} (every element; argmax gives the flat index).
-GROVE_ENTRY(Sum, infer_sum_like, reduce_sum)
-GROVE_ENTRY(Mean, infer_sum_like, reduce_sum)
-GROVE_ENTRY(Var, infer_sum_like, reduce_sum)
-GROVE_ENTRY(Max, infer_max_like, reduce_max)
-GROVE_ENTRY(Argmax, infer_max_like, reduce_max)
+GROVE_ENTRY(Sum, kSumInput, infer_sum_like, reduce_sum, describe_reduce)
+GROVE_ENTRY(Mean, kFloatingInput, infer_sum_like, reduce_sum, describe_reduce)
+GROVE_ENTRY(Var, kFloatingInput, infer_sum_like, reduce_sum, describe_var)
+GROVE_ENTRY(Max, kNumericInput, infer_max_like, reduce_max, describe_reduce)
+GROVE_ENTRY(Argmax, kNumericInput, infer_max_like, reduce_max, describe_reduce)
 #undef GROVE_ENTRY
 
 Tensor reduce(const OpEntry& entry, const Tensor& x, IntArrayRef dims, bool keepdim,

@@ -71,10 +71,42 @@ void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
 
 // cat: inputs are the tensors; CatAttributes. tril, triu: TriangleAttributes. one_hot:
 // OneHotAttributes (ops/attributes.h).
-constexpr OpEntry kCat{OpKind::Cat, infer_cat, cpu::cat, GROVE_CUDA_KERNEL(cat)};
-constexpr OpEntry kTril{OpKind::Tril, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
-constexpr OpEntry kTriu{OpKind::Triu, infer_triangle, cpu::triangle, GROVE_CUDA_KERNEL(triangle)};
-constexpr OpEntry kOneHot{OpKind::OneHot, infer_one_hot, cpu::one_hot, GROVE_CUDA_KERNEL(one_hot)};
+// Any number of inputs: infer_cat refuses none with its own message, naming what cat needs.
+InputCount any_number_of_inputs(const OpAttributes&) {
+  return {0, InputCount::kAny};
+}
+
+constexpr InputSpec kCatInputs[] = {{"tensors", InputDTypes::AnyShared}};
+constexpr InputSpec kTriangleInputs[] = {{"x", InputDTypes::Any}};
+constexpr InputSpec kOneHotInputs[] = {{"indices", InputDTypes::Index}};
+
+// cat: CatAttributes.
+constexpr OpEntry kCat{.kind = OpKind::Cat,
+                       .inputs = kCatInputs,
+                       .infer = infer_cat,
+                       .cpu = cpu::cat,
+                       .cuda = GROVE_CUDA_KERNEL(cat),
+                       .describe = describe_as<CatAttributes>,
+                       .input_count = any_number_of_inputs,
+                       .repeats_last_input = true};
+constexpr OpEntry kTril{.kind = OpKind::Tril,
+                        .inputs = kTriangleInputs,
+                        .infer = infer_triangle,
+                        .cpu = cpu::triangle,
+                        .cuda = GROVE_CUDA_KERNEL(triangle),
+                        .describe = describe_as<TriangleAttributes>};
+constexpr OpEntry kTriu{.kind = OpKind::Triu,
+                        .inputs = kTriangleInputs,
+                        .infer = infer_triangle,
+                        .cpu = cpu::triangle,
+                        .cuda = GROVE_CUDA_KERNEL(triangle),
+                        .describe = describe_as<TriangleAttributes>};
+constexpr OpEntry kOneHot{.kind = OpKind::OneHot,
+                          .inputs = kOneHotInputs,
+                          .infer = infer_one_hot,
+                          .cpu = cpu::one_hot,
+                          .cuda = GROVE_CUDA_KERNEL(one_hot),
+                          .describe = describe_as<OneHotAttributes>};
 
 // "float32[2, 3]" for messages of the ops that do not go through dispatch.
 std::string describe(const Tensor& x) {

@@ -91,19 +91,31 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(scores.sizes(), scores.dtype());
 }
 
-#define GROVE_ENTRY(kind, infer, kernel) \
-  constexpr OpEntry k##kind{OpKind::kind, infer, cpu::kernel, GROVE_CUDA_KERNEL(kernel)};
-// SoftmaxAttributes.
-constexpr OpEntry kSoftmax{OpKind::Softmax, infer_softmax, cpu::softmax,
-                           GROVE_CUDA_KERNEL(softmax)};
-constexpr OpEntry kLogSoftmax{OpKind::LogSoftmax, infer_softmax, cpu::softmax,
-                              GROVE_CUDA_KERNEL(softmax)};
-GROVE_ENTRY(CrossEntropy, infer_loss, cross_entropy)  // LossAttributes; outputs loss, lse
-GROVE_ENTRY(NllLoss, infer_loss, nll_loss)            // LossAttributes
-// Inputs: grad, logits, targets, lse. LossAttributes.
-GROVE_ENTRY(CrossEntropyBackward, infer_loss_backward, cross_entropy_backward)
-// Inputs: grad, log_probs, targets. LossAttributes.
-GROVE_ENTRY(NllLossBackward, infer_loss_backward, nll_loss_backward)
+constexpr InputSpec kSoftmaxInputs[] = {{"x"}};
+constexpr InputSpec kCrossEntropyInputs[] = {{"logits"}, {"targets", InputDTypes::Index}};
+constexpr InputSpec kNllLossInputs[] = {{"log_probs"}, {"targets", InputDTypes::Index}};
+constexpr InputSpec kCrossEntropyBackwardInputs[] = {
+    {"grad"}, {"logits"}, {"targets", InputDTypes::Index}, {"lse"}};
+constexpr InputSpec kNllLossBackwardInputs[] = {
+    {"grad"}, {"log_probs"}, {"targets", InputDTypes::Index}};
+
+#define GROVE_ENTRY(op, inputs_, infer_fn, kernel_fn, describe_) \
+  constexpr OpEntry k##op{.kind = OpKind::op,                    \
+                          .inputs = inputs_,                     \
+                          .infer = infer_fn,                     \
+                          .cpu = cpu::kernel_fn,                 \
+                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),  \
+                          .describe = describe_};
+GROVE_ENTRY(Softmax, kSoftmaxInputs, infer_softmax, softmax, describe_as<SoftmaxAttributes>)
+GROVE_ENTRY(LogSoftmax, kSoftmaxInputs, infer_softmax, softmax, describe_as<SoftmaxAttributes>)
+// Outputs loss and lse.
+GROVE_ENTRY(CrossEntropy, kCrossEntropyInputs, infer_loss, cross_entropy,
+            describe_as<LossAttributes>)
+GROVE_ENTRY(NllLoss, kNllLossInputs, infer_loss, nll_loss, describe_as<LossAttributes>)
+GROVE_ENTRY(CrossEntropyBackward, kCrossEntropyBackwardInputs, infer_loss_backward,
+            cross_entropy_backward, describe_as<LossAttributes>)
+GROVE_ENTRY(NllLossBackward, kNllLossBackwardInputs, infer_loss_backward, nll_loss_backward,
+            describe_as<LossAttributes>)
 #undef GROVE_ENTRY
 
 OpAttributes with_dim(std::int64_t dim) {

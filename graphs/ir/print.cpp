@@ -3,7 +3,7 @@
 
 #include "core/format.h"
 #include "graphs/ir/graph.h"
-#include "ops/attributes.h"
+#include "ops/op_table.h"
 
 namespace grove::graphs {
 namespace {

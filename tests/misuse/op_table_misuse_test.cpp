@@ -3,8 +3,10 @@
 // through dispatch(op_entry(kind), ...) broken in one way at a time:
 //   - with no inputs, and with one input too many (an interpreter replaying a bad node);
 //   - with each input undefined;
-//   - with each floating-point input replaced by a bool tensor of the same shape;
-//   - with each float32 input replaced by float64 (mixed dtypes) when another input is float32.
+//   - with each input of the op's compute dtype replaced by a bool tensor of the same shape;
+//   - with each float32 input replaced by float64 (mixed dtypes) when another input is tied to
+//     its dtype.
+// Which input is which comes from the op's entry (OpEntry::inputs), not from this file.
 // Each must give a grove::Error naming the op; none may read past the end of the inputs.
 // A test checks that every op kind has a sample, so that an op added later is covered too.
 #include <string>
@@ -70,49 +72,20 @@ std::vector<MisuseCase> undefined_input_cases() {
   return cases;
 }
 
-// Inputs that are not floating point in the samples (indices, masks); a bool there is not a
-// dtype misuse of the same kind.
-bool is_floating_input(OpKind kind, std::size_t i) {
-  switch (kind) {
-    case OpKind::Where:
-      return i != 0;
-    case OpKind::MaskedFill:
-    case OpKind::CrossEntropy:
-    case OpKind::NllLoss:
-    case OpKind::Embedding:
-    case OpKind::EmbeddingBackward:
-    case OpKind::MaxPool2dBackward:
-      return i == 0;
-    case OpKind::CrossEntropyBackward:
-    case OpKind::NllLossBackward:
-      return i != 2;
-    case OpKind::OneHot:
-      return false;
-    case OpKind::AdamwStep:  // the step count may be any numeric dtype
-      return i != 4;
-    default:
-      return true;
-  }
+// What input i of the sample takes, from the op's entry (OpEntry::inputs in ops/dispatch.h).
+ops::InputDTypes input_dtypes(OpKind kind, std::size_t i) {
+  return ops::op_entry(kind).input(i).dtypes;
 }
 
-// Ops defined for bool tensors too, where a bool input is no misuse: copy_ converts any dtype
-// either way, sum counts bools (into int64), embedding looks up rows of any dtype, tril/triu
-// mask any dtype, and the collectives move any dtype.
-bool takes_bool(OpKind kind, std::size_t i) {
-  switch (kind) {
-    case OpKind::Copy:
-    case OpKind::Sum:
-    case OpKind::Tril:
-    case OpKind::Triu:
-    case OpKind::AllReduce:
-    case OpKind::Broadcast:
-    case OpKind::AllGather:
-      return true;
-    case OpKind::Embedding:
-      return i == 0;
-    default:
-      return false;
-  }
+// An input whose dtype is the op's compute dtype, which a bool tensor cannot be.
+bool is_compute_input(OpKind kind, std::size_t i) {
+  const ops::InputDTypes dtypes = input_dtypes(kind, i);
+  return dtypes == ops::InputDTypes::Floating || dtypes == ops::InputDTypes::Numeric;
+}
+
+// An input tied to the op's other inputs of its class: a float64 among float32 ones is refused.
+bool is_tied_input(OpKind kind, std::size_t i) {
+  return is_compute_input(kind, i) || input_dtypes(kind, i) == ops::InputDTypes::AnyShared;
 }
 
 std::vector<MisuseCase> bool_input_cases() {
@@ -120,7 +93,7 @@ std::vector<MisuseCase> bool_input_cases() {
   for (std::size_t k = 0; k < kNumOps; ++k) {
     const auto kind = static_cast<OpKind>(k);
     for (std::size_t i = 0; i < sample_input_count(kind); ++i) {
-      if (!is_floating_input(kind, i) || takes_bool(kind, i)) continue;
+      if (!is_compute_input(kind, i)) continue;
       cases.push_back({op_label(kind) + "_BoolInput" + std::to_string(i),
                        [kind, i] {
                          Sample sample = sample_of(kind);
@@ -137,13 +110,12 @@ std::vector<MisuseCase> mixed_float_cases() {
   std::vector<MisuseCase> cases;
   for (std::size_t k = 0; k < kNumOps; ++k) {
     const auto kind = static_cast<OpKind>(k);
-    std::size_t floating = 0;
-    for (std::size_t i = 0; i < sample_input_count(kind); ++i)
-      floating += is_floating_input(kind, i);
-    if (floating < 2) continue;
-    for (std::size_t i = 0; i < sample_input_count(kind); ++i) {
-      if (!is_floating_input(kind, i)) continue;
-      if (kind == OpKind::Copy) continue;  // copy_ converts between any dtypes
+    const std::size_t count = sample_input_count(kind);
+    std::size_t tied = 0;
+    for (std::size_t i = 0; i < count; ++i) tied += is_tied_input(kind, i);
+    if (tied < 2) continue;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!is_tied_input(kind, i)) continue;
       cases.push_back({op_label(kind) + "_Float64Input" + std::to_string(i),
                        [kind, i] {
                          Sample sample = sample_of(kind);
@@ -161,8 +133,24 @@ TEST(OpTableMisuse, EveryOpHasAValidSampleThatReplays) {
     const auto kind = static_cast<OpKind>(k);
     ASSERT_TRUE(valid_calls().count(kind) == 1) << "no valid call of " << kind << " in this file";
     const Sample sample = sample_of(kind);
-    EXPECT_EQ(sample.inputs.size(), sample_input_count(kind)) << kind;
+    const ops::InputCount count = ops::op_entry(kind).count_inputs(sample.attributes);
+    EXPECT_GE(sample.inputs.size(), count.min) << kind;
+    EXPECT_LE(sample.inputs.size(), count.max) << kind;
     EXPECT_NO_THROW(replay(sample)) << kind;
+  }
+}
+
+// An op whose call carries attributes prints them (OpEntry::describe), so that the IR's printer
+// and the compile explainer show them; a new op without a printer fails here.
+TEST(OpTableMisuse, EveryOpWithAttributesHasAPrinter) {
+  for (std::size_t k = 0; k < kNumOps; ++k) {
+    const auto kind = static_cast<OpKind>(k);
+    const ops::OpAttributes& a = sample_of(kind).attributes;
+    const bool has_attributes = !a.ints.empty() || a.has_scalar || a.flag ||
+                                a.scalar.to<double>() != 0.0 || a.reals != std::array<double, 4>{};
+    if (!has_attributes) continue;
+    EXPECT_NE(ops::op_entry(kind).describe, nullptr) << kind << " has attributes but no printer";
+    EXPECT_FALSE(ops::describe_attributes(kind, a).empty()) << kind;
   }
 }
 

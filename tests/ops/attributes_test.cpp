@@ -2,18 +2,19 @@
 // positional layout the kernels were written against, and prints itself; describe_attributes()
 // prints the calls the user functions really make, for every OpKind.
 #include "ops/attributes.h"
+#include "ops/op_table.h"
 
 #include <limits>
 #include <set>
 #include <vector>
 
 #include "op_test_util.h"
+#include "ops/attention.h"
 #include "ops/collective.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/inplace.h"
-#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/optim.h"
@@ -310,11 +311,11 @@ TEST(Attributes, EveryOpKindHasAPrinter) {
   }
   // Ops with attributes print something; the others print nothing.
   const std::set<OpKind> without_attributes = {
-      OpKind::Add,     OpKind::Sub,      OpKind::Mul,   OpKind::Div,    OpKind::Maximum,
-      OpKind::Minimum, OpKind::Eq,       OpKind::Ne,    OpKind::Lt,     OpKind::Le,
-      OpKind::Gt,      OpKind::Ge,       OpKind::Where, OpKind::Neg,    OpKind::Exp,
-      OpKind::Log,     OpKind::Sqrt,     OpKind::Rsqrt, OpKind::Abs,    OpKind::Tanh,
-      OpKind::Sigmoid, OpKind::Relu,     OpKind::Copy,  OpKind::Matmul, OpKind::Linear,
+      OpKind::Add,     OpKind::Sub,       OpKind::Mul,         OpKind::Div,    OpKind::Maximum,
+      OpKind::Minimum, OpKind::Eq,        OpKind::Ne,          OpKind::Lt,     OpKind::Le,
+      OpKind::Gt,      OpKind::Ge,        OpKind::Where,       OpKind::Neg,    OpKind::Exp,
+      OpKind::Log,     OpKind::Sqrt,      OpKind::Rsqrt,       OpKind::Abs,    OpKind::Tanh,
+      OpKind::Sigmoid, OpKind::Relu,      OpKind::Copy,        OpKind::Matmul, OpKind::Linear,
       OpKind::Bmm,     OpKind::Embedding, OpKind::ReluBackward};
   for (const auto& [kind, printed] : observer.printed) {
     EXPECT_EQ(printed.empty(), without_attributes.count(kind) == 1) << kind << ": " << printed;

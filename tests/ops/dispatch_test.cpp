@@ -112,6 +112,7 @@ TEST(Dispatch, AnObserverIsRemovedOnTheThreadThatAddedIt) {
                                "thread (observers are per thread"));
 }
 
+constexpr InputSpec kOneInput[] = {{"x"}};
 void infer_same_as_input(const OpCall& call, OutputSpecs& outputs);
 
 // A kernel that makes views and copies of its input and writes its output through core.
@@ -130,7 +131,11 @@ TEST(Dispatch, CoreObserversSeeNothingFromInsideAKernel) {
     int events = 0;
   } core_observer;
   RecordingObserver op_observer;
-  const OpEntry entry{OpKind::Relu, infer_same_as_input, kernel_with_internal_views, nullptr};
+  const OpEntry entry{.kind = OpKind::Relu,
+                      .inputs = kOneInput,
+                      .infer = infer_same_as_input,
+                      .cpu = kernel_with_internal_views,
+                      .cuda = nullptr};
   const Tensor x = from_vector<float>({1, 2, 3, 4}, {2, 2});
   OpOutputs outputs;
   {
@@ -151,7 +156,11 @@ void infer_same_as_input(const OpCall& call, OutputSpecs& outputs) {
 }
 
 TEST(Dispatch, AnOpWithoutAKernelForTheDeviceIsAClearError) {
-  const OpEntry no_kernel{OpKind::Relu, infer_same_as_input, nullptr, nullptr};
+  const OpEntry no_kernel{.kind = OpKind::Relu,
+                          .inputs = kOneInput,
+                          .infer = infer_same_as_input,
+                          .cpu = nullptr,
+                          .cuda = nullptr};
   EXPECT_THAT(error_of([&] { dispatch(no_kernel, {zeros({2})}); }),
               HasSubstr("relu: there is no kernel for cpu in this build (inputs: float32[2])"));
 }
