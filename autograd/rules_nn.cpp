@@ -10,6 +10,7 @@
 #include "ops/layer_norm.h"
 #include "ops/pool.h"
 #include "ops/reduce.h"
+#include "ops/rms_norm.h"
 #include "ops/softmax.h"
 
 namespace grove::autograd {
@@ -59,6 +60,19 @@ GROVE_BACKWARD(layer_norm) {
   std::size_t next = 1;
   if (has_weight) grads[next++] = std::move(result.grad_weight);
   if (next < grads.size()) grads[next] = std::move(result.grad_bias);
+}
+
+// y = xhat w, xhat = x rrms, rrms = 1 / sqrt(mean(x^2) + eps):
+//   dw = sum over rows of g xhat,
+//   dx = rrms (g w - xhat mean(g w xhat))   (means over the normalized dims)
+GROVE_BACKWARD(rms_norm) {
+  const LayerNormAttributes a = LayerNormAttributes::from(ctx.attributes);
+  // The weight is saved only when dx is wanted (dweight does not depend on it).
+  const Tensor weight = a.has_weight && ctx.needs(0) ? ctx.input(1) : Tensor();
+  RmsNormGrads result =
+      ops::rms_norm_backward(ctx.grad, ctx.input(0), ctx.output(1), a.normalized_shape, weight);
+  grads[0] = std::move(result.grad_input);
+  if (a.has_weight) grads[1] = std::move(result.grad_weight);
 }
 
 // out = softmax(q k^T scale, masked) v per head (ops/attention.h gives the gradients' formulas:
@@ -126,13 +140,15 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::CrossEntropy, D::Rule, kIn01, kOut1, false, cross_entropy_backward},
     {OpKind::NllLoss, D::Rule, kIn01, 0, false, nll_loss_backward},
     {OpKind::LayerNorm, D::Rule, kIn01, kOut12, false, layer_norm_backward, {0, kIn0}},
+    {OpKind::RmsNorm, D::Rule, kIn01, kOut1, false, rms_norm_backward, {0, kIn0}},
     {OpKind::Embedding, D::Rule, kIn1, 0, false, embedding_backward},
     {OpKind::Attention, D::Rule, kIn012, kOut01, false, attention_backward},
     {OpKind::Conv2d, D::Rule, kIn01, 0, false, conv2d_backward, {kIn1, kIn0}},
     {OpKind::MaxPool2d, D::Rule, 0, kOut1, false, max_pool2d_backward},
     {OpKind::AvgPool2d, D::Rule, 0, 0, false, avg_pool2d_backward},
     {OpKind::CrossEntropyBackward, D::NoRule}, {OpKind::NllLossBackward, D::NoRule},
-    {OpKind::LayerNormBackward, D::NoRule}, {OpKind::EmbeddingBackward, D::NoRule},
+    {OpKind::LayerNormBackward, D::NoRule}, {OpKind::RmsNormBackward, D::NoRule},
+    {OpKind::EmbeddingBackward, D::NoRule},
     {OpKind::AttentionBackward, D::NoRule},
     {OpKind::Conv2dBackwardInput, D::NoRule}, {OpKind::Conv2dBackwardWeight, D::NoRule},
     {OpKind::MaxPool2dBackward, D::NoRule}, {OpKind::AvgPool2dBackward, D::NoRule},

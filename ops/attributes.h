@@ -75,8 +75,9 @@ struct MaxPool2dBackwardAttributes {
   std::string describe() const;
 };
 
-// layer_norm and layer_norm_backward (ops/layer_norm.h): ints = normalized_shape; reals[0] = eps
-// (layer_norm only); flag = has_weight (the weight is among the inputs).
+// layer_norm, rms_norm and their backward ops (ops/layer_norm.h, ops/rms_norm.h): ints =
+// normalized_shape; reals[0] = eps (the forward ops only); flag = has_weight (the weight is among
+// the inputs).
 struct LayerNormAttributes {
   DimVector normalized_shape;
   double eps = 0.0;

@@ -13,46 +13,23 @@
 #include "ops/cpu/layer_norm.h"
 #include "ops/cuda/layer_norm.h"
 #include "ops/dispatch.h"
+#include "ops/normalized_shape.h"
 #include "ops/op_table.h"
 
 namespace grove::ops {
 namespace {
 
-void check_parameter(const OpCall& call, const Tensor& x, const Tensor& parameter,
-                     IntArrayRef normalized_shape, const char* name) {
-  GROVE_OP_CHECK(call, parameter.sizes() == normalized_shape, "expected ", name, " of shape ",
-                 normalized_shape, " (the normalized shape), but got ", parameter.sizes());
-  GROVE_OP_CHECK(call, parameter.dtype() == x.dtype(), "expected ", name, " of dtype ", x.dtype(),
-                 " (the input's), but got ", parameter.dtype());
-}
-
-// x against normalized_shape (ints); returns the shape of mean and rstd: x's, with the
-// normalised dims set to 1.
-DimVector check_input(const OpCall& call, const Tensor& x, IntArrayRef normalized_shape) {
-  GROVE_OP_CHECK(call, is_floating_point(x.dtype()), "expected a floating-point input, but got ",
-                 x.dtype());
-  const auto k = static_cast<std::int64_t>(normalized_shape.size());
-  GROVE_OP_CHECK(call, k >= 1 && k <= x.dim(), "expected a normalized shape of 1 to ", x.dim(),
-                 " dims (the input's trailing dims), but got ", normalized_shape);
-  const IntArrayRef trailing(x.sizes().data() + (x.dim() - k), static_cast<std::size_t>(k));
-  GROVE_OP_CHECK(call, trailing == normalized_shape, "the normalized shape ", normalized_shape,
-                 " must equal the input's trailing dims, but the input has shape ", x.sizes());
-  DimVector stats_sizes(x.sizes());
-  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) stats_sizes[static_cast<std::size_t>(d)] = 1;
-  return stats_sizes;
-}
-
 void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& x = call.input(0);
   const LayerNormAttributes a = LayerNormAttributes::from(call.attributes);
   const double eps = a.eps;
-  const DimVector stats_sizes = check_input(call, x, a.normalized_shape);
+  const DimVector stats_sizes = check_normalized_input(call, x, a.normalized_shape);
   GROVE_OP_CHECK(call, std::isfinite(eps) && eps >= 0.0, "expected a finite eps >= 0, but got ",
                  eps);
   std::size_t next = 1;
-  if (a.has_weight) check_parameter(call, x, call.input(next++), a.normalized_shape, "weight");
+  if (a.has_weight) check_norm_parameter(call, x, call.input(next++), a.normalized_shape, "weight");
   if (next < call.inputs.size()) {
-    check_parameter(call, x, call.input(next++), a.normalized_shape, "bias");
+    check_norm_parameter(call, x, call.input(next++), a.normalized_shape, "bias");
   }
   GROVE_INTERNAL_ASSERT(next == call.inputs.size(), "layer_norm got unexpected inputs");
   outputs.add(x.sizes(), x.dtype());
@@ -66,7 +43,7 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& grad = call.input(0);
   const Tensor& x = call.input(1);
   const LayerNormAttributes a = LayerNormAttributes::from(call.attributes);
-  const DimVector stats_sizes = check_input(call, x, a.normalized_shape);
+  const DimVector stats_sizes = check_normalized_input(call, x, a.normalized_shape);
   GROVE_OP_CHECK(call, grad.sizes() == x.sizes() && grad.dtype() == x.dtype(),
                  "expected grad of the input's shape and dtype ", x.dtype(), x.sizes(),
                  ", but got ", grad.dtype(), grad.sizes());
@@ -78,7 +55,7 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
         names[i], " of shape and dtype ", x.dtype(), IntArrayRef(stats_sizes),
         " (layer_norm_with_stats' output for this input), but got ", stat.dtype(), stat.sizes());
   }
-  if (a.has_weight) check_parameter(call, x, call.input(4), a.normalized_shape, "weight");
+  if (a.has_weight) check_norm_parameter(call, x, call.input(4), a.normalized_shape, "weight");
   GROVE_INTERNAL_ASSERT(call.inputs.size() == (a.has_weight ? 5u : 4u),
                         "layer_norm_backward got unexpected inputs");
   outputs.add(x.sizes(), x.dtype());           // grad_input

@@ -21,9 +21,11 @@
 //      (op_table_misuse_test.cpp fails for an op without one, or with attributes and no printer);
 //   8. tests/ops/<family>_test.cpp: values against a naive double reference;
 //   9. bench/ if it is hot; models/nn/ if users want it as a layer.
-// A new family also adds <family>_entries() to ops/op_table.h and ops/op_table.cpp, and its
-// test files to tests/ops/CMakeLists.txt. Dispatch, the IR, tracing, compile and the printers
-// need nothing: they read the entry.
+// A new family also adds <family>_entries() to ops/op_table.h and ops/op_table.cpp (build files
+// pick up ops/<family>.cpp, its kernels and tests/ops/<family>_test.cpp by name). Dispatch, the
+// IR, tracing, compile and the printers need nothing: they read the entry. rms_norm is the
+// worked example: a new family (ops/rms_norm.*, its kernels, its rule in rules_nn.cpp, its
+// tests) and its layer, nn::RMSNorm.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +68,8 @@ namespace grove::ops {
   X(LayerNorm, "layer_norm") X(Embedding, "embedding")                                      \
   X(LayerNormBackward, "layer_norm_backward") X(EmbeddingBackward, "embedding_backward")    \
   X(Attention, "attention") X(AttentionBackward, "attention_backward")                      \
+  /* rms_norm.h */                                                                          \
+  X(RmsNorm, "rms_norm") X(RmsNormBackward, "rms_norm_backward")                            \
   /* conv.h, pool.h */                                                                      \
   X(Conv2d, "conv2d") X(MaxPool2d, "max_pool2d") X(AvgPool2d, "avg_pool2d")                 \
   X(Conv2dBackwardInput, "conv2d_backward_input")                                           \

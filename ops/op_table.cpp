@@ -30,9 +30,9 @@ struct Table {
   Table() {
     for (const std::span<const OpEntry> family :
          {elementwise_entries(), inplace_entries(), optim_entries(), reduce_entries(),
-          linalg_entries(), softmax_entries(), layer_norm_entries(), attention_entries(),
-          embedding_entries(), conv_entries(), pool_entries(), shape_entries(), random_entries(),
-          collective_entries()}) {
+          linalg_entries(), softmax_entries(), layer_norm_entries(), rms_norm_entries(),
+          attention_entries(), embedding_entries(), conv_entries(), pool_entries(), shape_entries(),
+          random_entries(), collective_entries()}) {
       for (const OpEntry& entry : family) {
         const auto index = static_cast<std::size_t>(entry.kind);
         GROVE_INTERNAL_ASSERT(index < kNumOps, "an op entry has the kind number ", index,

@@ -53,6 +53,7 @@ std::span<const OpEntry> reduce_entries();
 std::span<const OpEntry> linalg_entries();
 std::span<const OpEntry> softmax_entries();  // softmax, log_softmax, the losses and gradients
 std::span<const OpEntry> layer_norm_entries();
+std::span<const OpEntry> rms_norm_entries();
 std::span<const OpEntry> attention_entries();
 std::span<const OpEntry> embedding_entries();
 std::span<const OpEntry> conv_entries();

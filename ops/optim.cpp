@@ -267,7 +267,7 @@ constexpr OpEntry kAdamw{.kind = OpKind::AdamwStep,
 }  // namespace
 
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
-                   const SgdOptions& options) {
+                   const SgdHyperparameters& options) {
   const OpAttributes attributes =
       SgdAttributes{options.lr, options.momentum, options.weight_decay, options.nesterov}
           .to_attributes();
@@ -280,7 +280,7 @@ const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& veloci
 }
 
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
-                   const Tensor& lr, const SgdOptions& options) {
+                   const Tensor& lr, const SgdHyperparameters& options) {
   const OpAttributes attributes =
       SgdAttributes{options.lr, options.momentum, options.weight_decay, options.nesterov, true}
           .to_attributes();
@@ -293,7 +293,8 @@ const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& veloci
 }
 
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                     const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options) {
+                     const Tensor& exp_avg_sq, const Tensor& step,
+                     const AdamwHyperparameters& options) {
   const OpAttributes attributes =
       AdamwAttributes{options.lr, options.beta1, options.beta2, options.eps, options.weight_decay}
           .to_attributes();
@@ -303,7 +304,7 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
 
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const Tensor& lr,
-                     const AdamwOptions& options) {
+                     const AdamwHyperparameters& options) {
   const OpAttributes attributes = AdamwAttributes{options.lr,  options.beta1,        options.beta2,
                                                   options.eps, options.weight_decay, true}
                                       .to_attributes();
@@ -324,7 +325,7 @@ void append_list(std::vector<Tensor>& inputs, std::span<const Tensor> list, std:
 }  // namespace
 
 void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
-          std::span<const Tensor> velocities, const Tensor& lr, const SgdOptions& options) {
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options) {
   GROVE_CHECK(!params.empty(), "sgd_: expected at least one parameter, but the list is empty");
   const SgdAttributes attributes{options.lr,           options.momentum,
                                  options.weight_decay, options.nesterov,
@@ -345,7 +346,7 @@ void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
 
 void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
             std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
-            const Tensor& step, const Tensor& lr, const AdamwOptions& options) {
+            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options) {
   GROVE_CHECK(!params.empty(), "adamw_: expected at least one parameter, but the list is empty");
   const AdamwAttributes attributes{options.lr,
                                    options.beta1,

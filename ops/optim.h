@@ -21,8 +21,11 @@
 
 namespace grove::ops {
 
-struct SgdOptions {
-  double lr = 0.01;
+// The hyperparameters of one fused update, as the kernels take them. Not the optimizers' options
+// (optim::SgdOptions, optim::AdamwOptions in models/optim/), which check their values, own the
+// state and hand these to the op; the defaults are PyTorch's, as theirs.
+struct SgdHyperparameters {
+  double lr = 1e-3;           // ignored by the overloads that read lr from a tensor
   double momentum = 0.0;      // 0: plain SGD; the velocity is then neither needed nor written
   double weight_decay = 0.0;  // L2 penalty added to the gradient (PyTorch's SGD weight_decay)
   bool nesterov = false;      // needs momentum > 0
@@ -35,13 +38,13 @@ struct SgdOptions {
 // velocity starts at zeros (zeros_like(param)), which gives PyTorch's first step exactly. With
 // momentum 0 the velocity may be undefined.
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
-                   const SgdOptions& options);
+                   const SgdHyperparameters& options);
 // The same with the learning rate read from `lr` (see "Learning rates in tensors" below).
 const Tensor& sgd_(const Tensor& param, const Tensor& grad, const Tensor& velocity,
-                   const Tensor& lr, const SgdOptions& options);
+                   const Tensor& lr, const SgdHyperparameters& options);
 
-struct AdamwOptions {
-  double lr = 1e-3;
+struct AdamwHyperparameters {
+  double lr = 1e-3;  // ignored by the overloads that read lr from a tensor
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
@@ -60,11 +63,12 @@ struct AdamwOptions {
 // throw). exp_avg and exp_avg_sq start at zeros.
 //
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                     const Tensor& exp_avg_sq, const Tensor& step, const AdamwOptions& options);
+                     const Tensor& exp_avg_sq, const Tensor& step,
+                     const AdamwHyperparameters& options);
 // The same with the learning rate read from `lr` (see below).
 const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                      const Tensor& exp_avg_sq, const Tensor& step, const Tensor& lr,
-                     const AdamwOptions& options);
+                     const AdamwHyperparameters& options);
 
 // Note [One update over many parameters]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -86,10 +90,10 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
 //   - sgd_ takes velocities exactly when momentum != 0 (empty otherwise); an undefined `lr`
 //     means options.lr, fixed when the call is made or traced.
 void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
-          std::span<const Tensor> velocities, const Tensor& lr, const SgdOptions& options);
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options);
 void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
             std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
-            const Tensor& step, const Tensor& lr, const AdamwOptions& options);
+            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options);
 
 // Learning rates in tensors. Captured graphs (and compiled steps) keep the hyperparameters of
 // options as kernel arguments, fixed when the update is captured or traced: with them, a

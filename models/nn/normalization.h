@@ -1,13 +1,15 @@
-// nn::LayerNorm: layer normalisation over the trailing normalized_shape dims (ops::layer_norm),
-// PyTorch's nn.LayerNorm.
-//
-// Parameters (when elementwise_affine, the default): weight (normalized_shape) = ones and bias
-// (normalized_shape) = zeros. Statistics are per row, biased variance, eps inside the sqrt.
-// Not a batch norm: no running statistics, no buffers, the same in train and eval mode.
+// Normalisations over the trailing normalized_shape dims, PyTorch's modules of the same names:
+//   nn::LayerNorm (ops::layer_norm): parameters (when elementwise_affine, the default) weight =
+//     ones and bias = zeros, of shape normalized_shape; per-row statistics, biased variance, eps
+//     inside the sqrt;
+//   nn::RMSNorm (ops::rms_norm): parameter (when elementwise_affine) weight = ones; no centring
+//     and no bias; eps unset means the machine epsilon of the input's dtype.
+// Not batch norms: no running statistics, no buffers, the same in train and eval mode.
 // Contract: as nn::Module (not thread-safe); forward allocates its output.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/nn/module.h"
@@ -32,6 +34,26 @@ class LayerNorm : public Module {
  private:
   std::vector<std::int64_t> normalized_shape_;
   double eps_;
+  bool affine_;
+};
+
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(std::vector<std::int64_t> normalized_shape,
+                   std::optional<double> eps = std::nullopt, bool elementwise_affine = true);
+  explicit RMSNorm(std::int64_t normalized_size, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true)
+      : RMSNorm(std::vector<std::int64_t>{normalized_size}, eps, elementwise_affine) {}
+
+  // x: (*, normalized_shape...) -> the same shape.
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+
+  Tensor weight() const { return affine_ ? parameter("weight") : Tensor(); }
+
+ private:
+  std::vector<std::int64_t> normalized_shape_;
+  std::optional<double> eps_;
   bool affine_;
 };
 

@@ -39,11 +39,12 @@ AdamW::AdamW(std::vector<Tensor> params, AdamwOptions options)
 }
 
 void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
-  const ops::AdamwOptions fused{.lr = options_.lr,  // ignored: the rate comes from lr_tensor()
-                                .beta1 = options_.beta1,
-                                .beta2 = options_.beta2,
-                                .eps = options_.eps,
-                                .weight_decay = options_.weight_decay};
+  const ops::AdamwHyperparameters fused{
+      .lr = options_.lr,  // ignored: the rate comes from lr_tensor()
+      .beta1 = options_.beta1,
+      .beta2 = options_.beta2,
+      .eps = options_.eps,
+      .weight_decay = options_.weight_decay};
   std::vector<Tensor> params;
   std::vector<Tensor> exp_avgs;
   std::vector<Tensor> exp_avg_sqs;

@@ -34,10 +34,11 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
 }
 
 void SGD::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
-  const ops::SgdOptions fused{.lr = options_.lr,  // ignored: the rate comes from lr_tensor()
-                              .momentum = options_.momentum,
-                              .weight_decay = options_.weight_decay,
-                              .nesterov = options_.nesterov};
+  const ops::SgdHyperparameters fused{
+      .lr = options_.lr,  // ignored: the rate comes from lr_tensor()
+      .momentum = options_.momentum,
+      .weight_decay = options_.weight_decay,
+      .nesterov = options_.nesterov};
   std::vector<Tensor> params;
   std::vector<Tensor> velocities;
   for (const std::size_t i : indices) {

@@ -15,7 +15,10 @@
 // for blocks). Blocks are a multiple of 32 threads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+
+#include "ops/cuda/kernel_loop.cuh"
 
 namespace grove::ops::cuda {
 
@@ -90,5 +93,12 @@ struct RowGroup {
   }
   __device__ double sum(double value, double* shared) const { return reduce(value, shared, Sum{}); }
 };
+
+// Blocks of kThreads for a row-group kernel over m rows: eight warp rows per block, or a block
+// per row (capped at kMaxBlocks; the groups then walk further rows).
+inline unsigned row_group_blocks(std::int64_t m, bool warp_rows) {
+  const std::int64_t blocks = warp_rows ? (m + kThreads / kWarp - 1) / (kThreads / kWarp) : m;
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
+}
 
 }  // namespace grove::ops::cuda

@@ -29,6 +29,12 @@ inline unsigned blocks_for(std::int64_t work) {
   return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks > 0 ? blocks : 1) : kMaxBlocks);
 }
 
+// The data of an optional tensor (a weight or a bias), or null when it is absent.
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
+}
+
 // The stream kernels working on `t` are launched on: the current stream of its device.
 inline cudaStream_t stream_of(const Tensor& t) {
   return cuda_backend::cuda_stream(current_stream(t.device()));

@@ -101,8 +101,8 @@ struct ParameterGradElement {
   std::int64_t n;
   __device__ void operator()(std::int64_t row, std::int64_t column, double (&values)[2]) const {
     const double g = grad[row * n + column];
-    values[0] = g * (x[row * n + column] - static_cast<double>(mean[row])) *
-                static_cast<double>(rstd[row]);
+    values[0] =
+        g * (x[row * n + column] - static_cast<double>(mean[row])) * static_cast<double>(rstd[row]);
     values[1] = g;
   }
 };
@@ -116,17 +116,6 @@ struct ParameterGradResult {
     (k == 0 ? grad_weight : grad_bias)[column] = static_cast<T>(sum);
   }
 };
-
-// Launch shape of the row kernels: eight warp rows per block, or a block per row.
-unsigned row_blocks(std::int64_t m, bool warp_rows) {
-  const std::int64_t blocks = warp_rows ? (m + kThreads / kWarp - 1) / (kThreads / kWarp) : m;
-  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxBlocks));
-}
-
-template <typename T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? static_cast<const T*>(t.data_ptr()) : nullptr;
-}
 
 template <typename T>
 void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
@@ -145,7 +134,7 @@ void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
   const bool warp_rows = n <= kMaxWarpFeatures;
   auto kernel = warp_rows ? layer_norm_rows<T, true> : layer_norm_rows<T, false>;
-  kernel<<<row_blocks(m, warp_rows), kThreads, 0, stream>>>(
+  kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
       static_cast<const T*>(x.data_ptr()), data_or_null<T>(weight), data_or_null<T>(bias),
       static_cast<T*>(outputs[0].data_ptr()), static_cast<T*>(outputs[1].data_ptr()),
       static_cast<T*>(outputs[2].data_ptr()), m, n, attributes.eps);
@@ -172,7 +161,7 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   if (m > 0 && n > 0) {
     const bool warp_rows = n <= kMaxWarpFeatures;
     auto kernel = warp_rows ? input_grad_rows<T, true> : input_grad_rows<T, false>;
-    kernel<<<row_blocks(m, warp_rows), kThreads, 0, stream>>>(
+    kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
         g, x_data, mean_data, rstd_data, data_or_null<T>(weight),
         static_cast<T*>(outputs[0].data_ptr()), m, n);
     GROVE_CUDA_CHECK(cudaGetLastError());
@@ -181,8 +170,8 @@ void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   // With m == 0 one split of no rows: the gradients are 0, as on the CPU.
   const ParameterGradResult<T> result{static_cast<T*>(outputs[1].data_ptr()),
                                       static_cast<T*>(outputs[2].data_ptr())};
-  launch_column_sums<2, PlainSum>(ParameterGradElement<T>{g, x_data, mean_data, rstd_data, n}, m,
-                                  n, device, stream, result);
+  launch_column_sums<2, PlainSum>(ParameterGradElement<T>{g, x_data, mean_data, rstd_data, n}, m, n,
+                                  device, stream, result);
 }
 
 }  // namespace

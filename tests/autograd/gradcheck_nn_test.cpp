@@ -5,12 +5,13 @@
 // cannot be checked by central differences, so tests below give their gradient explicitly.
 // Adding a case is one table entry. See tests/autograd/gradcheck_cases.h.
 #include "gradcheck_cases.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
-#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/pool.h"
+#include "ops/rms_norm.h"
 #include "ops/softmax.h"
 
 namespace grove::autograd::testing {
@@ -72,8 +73,16 @@ const std::vector<GradcheckCase>
              [](Inputs in) { return attention(in[0], in[1], in[2], true, 0.7); }},
             {"attention_full_strided",
              {leaf({2, 2, 5, 3}), leaf({2, 5, 2, 3}, 2), leaf({2, 5, 2, 3}, 3)},
+             [](Inputs in) { return attention(in[0].transpose(1, 2), in[1], in[2], false, 0.5); }},
+            // rms_norm: inputs x, then the weight when present
+            {"rms_norm_plain", {leaf({3, 4})}, [](Inputs in) { return rms_norm(in[0], {4}); }},
+            {"rms_norm_weight",
+             {leaf({3, 4}), strided_leaf({4}, 2)},
+             [](Inputs in) { return rms_norm(in[0], {4}, in[1], 1e-5); }},
+            {"rms_norm_two_dims",
+             {leaf({2, 3, 4}), leaf({3, 4}, 2)},
              [](Inputs in) {
-               return attention(in[0].transpose(1, 2), in[1], in[2], false, 0.5);
+               return rms_norm(in[0], {3, 4}, in[1]);
              }},
             // layer_norm: inputs x, then weight and bias when present
             {"layer_norm_plain", {leaf({3, 4})}, [](Inputs in) { return layer_norm(in[0], {4}); }},
@@ -122,9 +131,7 @@ const std::vector<GradcheckCase>
             {"conv2d_kernel_covers_input", {leaf({1, 2, 3, 3}), leaf({2, 2, 3, 3}, 2)}, conv2d_of},
             {"conv2d_stride",
              {leaf({1, 2, 5, 5}), leaf({2, 2, 3, 3}, 2)},
-             [](Inputs in) {
-               return conv2d(in[0], in[1], {}, {2, 2});
-             }},
+             [](Inputs in) { return conv2d(in[0], in[1], {}, {2, 2}); }},
             {"conv2d_stride_uneven_cover",  // the last row and column are in no window
              {leaf({1, 1, 6, 6}), leaf({2, 1, 3, 3}, 2)},
              [](Inputs in) {

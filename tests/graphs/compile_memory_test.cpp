@@ -54,7 +54,7 @@ TensorList train_step(Gated& model, const TensorList& in) {
   }
   for (std::size_t i = 0; i < model.weights.size(); ++i) {
     sgd_(model.weights[i], model.weights[i].grad(), model.velocity[i],
-         SgdOptions{.lr = 0.01, .momentum = 0.9});
+         SgdHyperparameters{.lr = 0.01, .momentum = 0.9});
     model.weights[i].set_grad({});
   }
   return {loss.detach()};

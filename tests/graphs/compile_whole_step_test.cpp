@@ -70,8 +70,8 @@ TensorList train_step(Trainee& trainee, Optimizer optimizer, Schedule schedule, 
     }
   }
   if (!sgd) add_(trainee.step, trainee.one);
-  const SgdOptions sgd_options{.lr = 0.1, .momentum = 0.9};
-  const AdamwOptions adamw_options{.lr = 0.01};
+  const SgdHyperparameters sgd_options{.lr = 0.1, .momentum = 0.9};
+  const AdamwHyperparameters adamw_options{.lr = 0.01};
   if (lists) {
     std::vector<Tensor> grads;
     for (const Tensor& p : params) grads.push_back(p.grad());

@@ -209,7 +209,7 @@ std::vector<MisuseCase> in_place_cases() {
        {"adamw_", "beta1", "1"}},
       {"AdamwZeroEps",
        [] {
-         ops::AdamwOptions options;
+         ops::AdamwHyperparameters options;
          options.eps = -1.0;
          adamw_(zeros({2}), zeros({2}), zeros({2}), zeros({2}), ones({}), options);
        },

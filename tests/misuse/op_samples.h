@@ -22,6 +22,7 @@
 #include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/rms_norm.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "tests/ops/loopback_collectives.h"
@@ -288,6 +289,16 @@ inline const std::map<OpKind, std::function<void()>>& valid_calls() {
          const Tensor x = f32({2, 3});
          const ops::LayerNormResult stats = ops::layer_norm_with_stats(x, {3}, f32({3}));
          ops::layer_norm_backward(f32({2, 3}), x, stats.mean, stats.rstd, {3}, f32({3}));
+       }},
+      {OpKind::RmsNorm,
+       [] {
+         ops::rms_norm(f32({2, 3}), {3}, f32({3}));
+       }},
+      {OpKind::RmsNormBackward,
+       [] {
+         const Tensor x = f32({2, 3});
+         const ops::RmsNormResult stats = ops::rms_norm_with_stats(x, {3}, f32({3}));
+         ops::rms_norm_backward(f32({2, 3}), x, stats.rrms, {3}, f32({3}));
        }},
       {OpKind::Attention,
        [] {

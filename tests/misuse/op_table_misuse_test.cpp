@@ -141,14 +141,15 @@ TEST(OpTableMisuse, EveryOpHasAValidSampleThatReplays) {
 }
 
 // An op whose call carries attributes prints them (OpEntry::describe), so that the IR's printer
-// and the compile explainer show them; a new op without a printer fails here.
+// and the compile explainer show them; a new op without a printer fails here. (What each
+// printer prints is tests/ops/attributes_test.cpp's.)
 TEST(OpTableMisuse, EveryOpWithAttributesHasAPrinter) {
   for (std::size_t k = 0; k < kNumOps; ++k) {
     const auto kind = static_cast<OpKind>(k);
     const ops::OpAttributes& a = sample_of(kind).attributes;
     const bool has_attributes = !a.ints.empty() || a.has_scalar || a.flag ||
                                 a.scalar.to<double>() != 0.0 || a.reals != std::array<double, 4>{};
-    if (!has_attributes) continue;
+    if (!has_attributes) continue;  // or all at their defaults (gelu's approximate=false)
     EXPECT_NE(ops::op_entry(kind).describe, nullptr) << kind << " has attributes but no printer";
     EXPECT_FALSE(ops::describe_attributes(kind, a).empty()) << kind;
   }

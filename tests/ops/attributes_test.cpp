@@ -5,7 +5,6 @@
 #include "ops/op_table.h"
 
 #include <limits>
-#include <set>
 #include <vector>
 
 #include "op_test_util.h"
@@ -23,7 +22,6 @@
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
-#include "tests/ops/loopback_collectives.h"
 
 namespace grove::ops {
 namespace {
@@ -205,121 +203,6 @@ TEST(Attributes, DescribeTheCallsOfTheUserFunctions) {
   const Tensor scores = random_tensor({3, 5});
   EXPECT_EQ(described([&] { cross_entropy(scores, random_integers({3}, 0, 5), 2); }),
             "ignore_index=2");
-}
-
-// ---- every kind has a printer ---------------------------------------------------------------
-
-// One call of every op, through its user function, in the order of GROVE_OPS (the collectives on
-// a one-process loopback group).
-void call_every_op() {
-  const Tensor x = random_tensor({2, 3}, DType::Float64);
-  const Tensor y = random_tensor({2, 3}, DType::Float64, -2.0, 2.0, 2);
-  const Tensor positive = random_tensor({2, 3}, DType::Float64, 0.5, 2.0, 3);
-  const Tensor mask = gt(x, y);
-  using Binary = Tensor (*)(const Tensor&, const Tensor&);
-  using Unary = Tensor (*)(const Tensor&);
-  for (Binary binary : std::initializer_list<Binary>{add, sub, mul, div, maximum, minimum, eq, ne,
-                                                     lt, le, gt, ge}) {
-    binary(x, y);
-  }
-  where(mask, x, y);
-  masked_fill(x, mask, 0.0);
-  clamp(x, -1.0, 1.0);
-  for (Unary unary : std::initializer_list<Unary>{neg, exp, log, sqrt, rsqrt}) unary(positive);
-  pow(positive, 2.0);
-  for (Unary unary : std::initializer_list<Unary>{abs, tanh, sigmoid, relu}) unary(x);
-  gelu(x, true);
-  gelu_backward(y, x, true);
-  relu_backward(y, x);
-  const Tensor target = x.clone();
-  add_(target, y, 0.5);
-  mul_(target, 2.0);
-  addcmul_(target, x, y, 0.5);
-  addcdiv_(target, x, positive, 0.5);
-  lerp_(target, y, 0.25);
-  fill_(target, 1.0);
-  copy_(target, x);
-  uniform_(target, -1.0, 1.0);
-  normal_(target, 0.0, 1.0);
-  const Tensor velocity = zeros({2, 3}, TensorOptions(DType::Float64));
-  sgd_(target, y, velocity, SgdOptions{0.1, 0.9, 0.0, false});
-  const Tensor exp_avg = zeros({2, 3}, TensorOptions(DType::Float64));
-  const Tensor exp_avg_sq = zeros({2, 3}, TensorOptions(DType::Float64));
-  const Tensor step = ones({}, TensorOptions(DType::Float64));
-  adamw_(target, y, exp_avg, exp_avg_sq, step, AdamwOptions{});
-  sum(x);
-  mean(x, {1});
-  max(x, 0);
-  argmax(x);
-  var(x, {0});
-  matmul(x, y.t());
-  linear(x, y);
-  bmm(x.unsqueeze(0), y.t().unsqueeze(0));
-  softmax(x, 1);
-  log_softmax(x, 1);
-  const Tensor targets = random_integers({2}, 0, 3);
-  const Tensor loss_grad = ones({}, TensorOptions(DType::Float64));
-  cross_entropy(x, targets);
-  nll_loss(x, targets);
-  const Tensor lse = log(sum(exp(x), {1}));  // what cross_entropy saves
-  cross_entropy_backward(loss_grad, x, targets, lse);
-  nll_loss_backward(loss_grad, x, targets);
-  const LayerNormResult norm = layer_norm_with_stats(x, {3});
-  const Tensor table = random_tensor({5, 3}, DType::Float64);
-  const Tensor indices = random_integers({4}, 0, 5);
-  embedding(table, indices);
-  layer_norm_backward(x, x, norm.mean, norm.rstd, {3});
-  const Tensor heads = x.view({1, 2, 1, 3});
-  const AttentionResult attended = attention_with_lse(heads, heads, heads, true, 0.5);
-  attention_backward(heads, heads, heads, heads, attended.output, attended.lse, true, 0.5);
-  embedding_backward(random_tensor({4, 3}, DType::Float64), indices, 5);
-  const Tensor image = random_tensor({1, 2, 4, 4}, DType::Float64);
-  const Tensor filter = random_tensor({2, 2, 3, 3}, DType::Float64);
-  conv2d(image, filter);
-  const auto [pooled, pool_indices] = max_pool2d_with_indices(image, {2});
-  avg_pool2d(image, {2});
-  const Tensor conv_grad = random_tensor({1, 2, 2, 2}, DType::Float64);
-  conv2d_backward_input(conv_grad, filter, {1, 2, 4, 4});
-  conv2d_backward_weight(conv_grad, image, {2, 2, 3, 3});
-  max_pool2d_backward(pooled, pool_indices, {1, 2, 4, 4});
-  avg_pool2d_backward(pooled, {1, 2, 4, 4}, {2});
-  cat({x, y}, 0);
-  tril(x, 0);
-  triu(x, 1);
-  one_hot(indices, 5);
-  rand({2});
-  randn({2});
-  randint(0, 3, {2});
-  dropout(x, 0.5, true);
-  const int group = test_engines::loopback_group();
-  all_reduce_(x.clone(), ReduceOp::kMax, group);
-  broadcast_(x.clone(), 0, group);
-  all_gather(x, group);
-}
-
-TEST(Attributes, EveryOpKindHasAPrinter) {
-  Described observer;
-  {
-    const OpObserverGuard guard(&observer);
-    call_every_op();
-  }
-  std::set<OpKind> seen;
-  for (const auto& [kind, printed] : observer.printed) seen.insert(kind);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(OpKind::Count); ++i) {
-    EXPECT_TRUE(seen.count(static_cast<OpKind>(i)) == 1)
-        << static_cast<OpKind>(i) << " has no call in call_every_op(); add one";
-  }
-  // Ops with attributes print something; the others print nothing.
-  const std::set<OpKind> without_attributes = {
-      OpKind::Add,     OpKind::Sub,       OpKind::Mul,         OpKind::Div,    OpKind::Maximum,
-      OpKind::Minimum, OpKind::Eq,        OpKind::Ne,          OpKind::Lt,     OpKind::Le,
-      OpKind::Gt,      OpKind::Ge,        OpKind::Where,       OpKind::Neg,    OpKind::Exp,
-      OpKind::Log,     OpKind::Sqrt,      OpKind::Rsqrt,       OpKind::Abs,    OpKind::Tanh,
-      OpKind::Sigmoid, OpKind::Relu,      OpKind::Copy,        OpKind::Matmul, OpKind::Linear,
-      OpKind::Bmm,     OpKind::Embedding, OpKind::ReluBackward};
-  for (const auto& [kind, printed] : observer.printed) {
-    EXPECT_EQ(printed.empty(), without_attributes.count(kind) == 1) << kind << ": " << printed;
-  }
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ constexpr ParityTolerances kTolerances{1e-5, 1e-7, 1e-13, 1e-15};
 // kernel reads the step from device memory at replay time.
 TEST(CudaOptimCaptureTest, CapturedAdamwReadsTheStepAtReplay) {
   SKIP_WITHOUT_GPU();
-  const AdamwOptions options{0.1, 0.9, 0.999, 1e-8, 0.01};
+  const AdamwHyperparameters options{0.1, 0.9, 0.999, 1e-8, 0.01};
   const Tensor grad = random_tensor({1000}, DType::Float32, -1, 1, 7);
   const Tensor start = random_tensor({1000}, DType::Float32, -1, 1, 8);
   Tensor cpu_param = start.clone();
@@ -57,7 +57,7 @@ TEST(CudaOptimLists, OneCallEqualsOneCallPerParameterBitForBit) {
 TEST(CudaOptimLists, CapturedListsFollowTheLrAndStepOnReplay) {
   SKIP_WITHOUT_GPU();
   const std::vector<DimVector> shapes = list_shapes(9);
-  const AdamwOptions options{0.1, 0.9, 0.999, 1e-8, 0.01};
+  const AdamwHyperparameters options{0.1, 0.9, 0.999, 1e-8, 0.01};
   const std::vector<Tensor> start = list_of(shapes, DType::Float32, kCPU, 3, true, false);
   const std::vector<Tensor> grads = list_of(shapes, DType::Float32, kCPU, 30, true, false);
   std::vector<Tensor> cpu_params = clones(start);

@@ -26,12 +26,12 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "ops/attention.h"
 #include "ops/conv.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/inplace.h"
-#include "ops/attention.h"
 #include "ops/layer_norm.h"
 #include "ops/linalg.h"
 #include "ops/op_table.h"
@@ -39,6 +39,7 @@
 #include "ops/pool.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
+#include "ops/rms_norm.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
 #include "tests/ops/cuda_test_util.h"
@@ -463,7 +464,7 @@ void add_optim_rows(std::vector<Row>& rows) {
                   {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
                   shapes,
                   [](const std::vector<Tensor>& x, const Context&) {
-                    sgd_(x[0], x[1], x[2], SgdOptions{0.05, 0.9, 0.01, true});
+                    sgd_(x[0], x[1], x[2], SgdHyperparameters{0.05, 0.9, 0.01, true});
                     return std::vector<Tensor>{x[0], x[2]};
                   },
                   kOptim});
@@ -474,7 +475,7 @@ void add_optim_rows(std::vector<Row>& rows) {
                   shapes,
                   [](const std::vector<Tensor>& x, const Context& context) {
                     const Tensor lr = full({}, 0.05, on(context, DType::Float64));
-                    sgd_(x[0], x[1], x[2], lr, SgdOptions{0.0, 0.9, 0.01, true});
+                    sgd_(x[0], x[1], x[2], lr, SgdHyperparameters{0.0, 0.9, 0.01, true});
                     return std::vector<Tensor>{x[0], x[2]};
                   },
                   kOptim});
@@ -484,7 +485,7 @@ void add_optim_rows(std::vector<Row>& rows) {
                   {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
                   shapes,
                   [](const std::vector<Tensor>& x, const Context&) {
-                    sgd_(x[0], x[1], x[2], SgdOptions{0.05, 0.0, 0.0, false});
+                    sgd_(x[0], x[1], x[2], SgdHyperparameters{0.05, 0.0, 0.0, false});
                     return std::vector<Tensor>{x[0], x[2]};
                   },
                   kOptim});
@@ -500,7 +501,7 @@ void add_optim_rows(std::vector<Row>& rows) {
        adam_shapes,
        [](const std::vector<Tensor>& x, const Context& context) {
          const Tensor step = full({1}, Scalar(std::int64_t{3}), on(context, DType::Int64));
-         adamw_(x[0], x[1], x[2], x[3], step, AdamwOptions{0.01, 0.9, 0.99, 1e-8, 0.1});
+         adamw_(x[0], x[1], x[2], x[3], step, AdamwHyperparameters{0.01, 0.9, 0.99, 1e-8, 0.1});
          return std::vector<Tensor>{x[0], x[2], x[3]};
        },
        kOptim});
@@ -513,7 +514,7 @@ void add_optim_rows(std::vector<Row>& rows) {
        [](const std::vector<Tensor>& x, const Context& context) {
          const Tensor step = full({1}, Scalar(std::int64_t{3}), on(context, DType::Int64));
          const Tensor lr = full({}, 0.01f, on(context, DType::Float32));
-         adamw_(x[0], x[1], x[2], x[3], step, lr, AdamwOptions{0.0, 0.9, 0.99, 1e-8, 0.1});
+         adamw_(x[0], x[1], x[2], x[3], step, lr, AdamwHyperparameters{0.0, 0.9, 0.99, 1e-8, 0.1});
          return std::vector<Tensor>{x[0], x[2], x[3]};
        },
        kOptim});
@@ -750,6 +751,51 @@ void add_layer_norm_rows(std::vector<Row>& rows) {
                   kLayerNorm});
 }
 
+// rms_norm sums in double on both sides, as layer_norm: the same tolerances.
+void add_rms_norm_rows(std::vector<Row>& rows) {
+  const std::vector<Shapes> shapes = {
+      {"rows", {{33, 47}, {47}}},          {"3-d", {{2, 3, 8}, {8}}}, {"gpt", {{2048, 128}, {128}}},
+      {"block rows", {{3, 1500}, {1500}}}, {"size 0", {{0, 8}, {8}}}, {"size 1", {{1, 1}, {1}}}};
+  rows.push_back({OpKind::RmsNorm,
+                  "rms_norm",
+                  kFloating,
+                  {in(Values::Finite), in(Values::Finite)},
+                  shapes,
+                  [](const std::vector<Tensor>& x, const Context&) {
+                    const RmsNormResult r =
+                        rms_norm_with_stats(x[0], {x[0].sizes().back()}, x[1], 1e-6);
+                    return std::vector<Tensor>{r.output, r.rrms};
+                  },
+                  kLayerNorm});
+  rows.push_back(
+      {OpKind::RmsNorm,
+       "rms_norm without weight, over two dims",
+       kFloating,
+       {in(Values::Finite)},
+       {{"3-d", {{4, 3, 8}}}, {"empty rows", {{4, 0, 8}}}},
+       [](const std::vector<Tensor>& x, const Context&) {
+         const RmsNormResult r = rms_norm_with_stats(x[0], {x[0].sizes()[1], x[0].sizes()[2]});
+         return std::vector<Tensor>{r.output, r.rrms};
+       },
+       kLayerNorm});
+  // Inputs: grad, x, weight; rrms comes from the forward on the same device.
+  rows.push_back({OpKind::RmsNormBackward,
+                  "rms_norm_backward",
+                  kFloating,
+                  {in(Values::Finite), in(Values::Finite), in(Values::Finite)},
+                  {{"rows", {{33, 47}, {33, 47}, {47}}},
+                   {"3-d", {{2, 3, 8}, {2, 3, 8}, {8}}},
+                   {"gpt, odd rows", {{2047, 130}, {2047, 130}, {130}}},
+                   {"size 0", {{0, 8}, {0, 8}, {8}}}},
+                  [](const std::vector<Tensor>& x, const Context&) {
+                    const std::int64_t n = x[1].sizes().back();
+                    const RmsNormResult r = rms_norm_with_stats(x[1], {n}, x[2]);
+                    const RmsNormGrads g = rms_norm_backward(x[0], x[1], r.rrms, {n}, x[2]);
+                    return std::vector<Tensor>{g.grad_input, g.grad_weight};
+                  },
+                  kLayerNorm});
+}
+
 // Both sides sum in the inputs' precision (the CPU with Eigen, as matmul), in different orders;
 // the backward's p (dp - delta) cancels, so float32 carries about 1e-5 of relative error (7e-5
 // at worst measured on the GPT's shapes), and sums over the 100 positions of "three tiles" a few
@@ -785,19 +831,19 @@ void add_attention_rows(std::vector<Row>& rows) {
       with_grad.sizes.push_back(s.sizes[0]);
       backward_shapes.push_back(with_grad);
     }
-    rows.push_back({OpKind::AttentionBackward,
-                    causal ? "attention_backward causal" : "attention_backward",
-                    kFloating,
-                    {in(Values::Finite), in(Values::Finite), in(Values::Finite),
-                     in(Values::Finite)},
-                    backward_shapes,
-                    [causal](const std::vector<Tensor>& x, const Context&) {
-                      const AttentionResult r = attention_with_lse(x[0], x[1], x[2], causal, 0.25);
-                      const AttentionGrads g =
-                          attention_backward(x[3], x[0], x[1], x[2], r.output, r.lse, causal, 0.25);
-                      return std::vector<Tensor>{g.grad_q, g.grad_k, g.grad_v};
-                    },
-                    kAttention});
+    rows.push_back(
+        {OpKind::AttentionBackward,
+         causal ? "attention_backward causal" : "attention_backward",
+         kFloating,
+         {in(Values::Finite), in(Values::Finite), in(Values::Finite), in(Values::Finite)},
+         backward_shapes,
+         [causal](const std::vector<Tensor>& x, const Context&) {
+           const AttentionResult r = attention_with_lse(x[0], x[1], x[2], causal, 0.25);
+           const AttentionGrads g =
+               attention_backward(x[3], x[0], x[1], x[2], r.output, r.lse, causal, 0.25);
+           return std::vector<Tensor>{g.grad_q, g.grad_k, g.grad_v};
+         },
+         kAttention});
   }
 }
 
@@ -1072,6 +1118,7 @@ std::vector<Row> parity_rows() {
   add_linalg_rows(rows);
   add_softmax_rows(rows);
   add_layer_norm_rows(rows);
+  add_rms_norm_rows(rows);
   add_attention_rows(rows);
   add_embedding_rows(rows);
   add_conv_rows(rows);

@@ -24,8 +24,8 @@ inline std::vector<DimVector> list_shapes(int count) {
 
 // `count` tensors of `shapes` on `device`, random (seeded by `seed`) or zeros; with `strided`,
 // tensor 3 is a non-contiguous view (the fused CUDA kernel then gives way to one per parameter).
-inline std::vector<Tensor> list_of(const std::vector<DimVector>& shapes, DType dtype,
-                                   Device device, unsigned seed, bool random, bool strided) {
+inline std::vector<Tensor> list_of(const std::vector<DimVector>& shapes, DType dtype, Device device,
+                                   unsigned seed, bool random, bool strided) {
   std::vector<Tensor> tensors;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     Tensor t = random ? random_tensor(shapes[i], dtype, -1, 1, seed + static_cast<unsigned>(i))
@@ -61,10 +61,10 @@ inline void expect_lists_equal_one_call_per_parameter(Device device, int count) 
   for (const DType dtype : {DType::Float32, DType::Float64}) {
     for (const bool strided : {false, true}) {
       const std::string where = std::string(dtype_name(dtype)) + (strided ? " strided" : "");
-      const SgdOptions sgd_options[] = {
+      const SgdHyperparameters sgd_options[] = {
           {0.1, 0.0, 0.0, false}, {0.1, 0.9, 0.0, false}, {0.05, 0.9, 0.01, true}};
       for (const bool lr_tensor : {false, true}) {
-        for (const SgdOptions& o : sgd_options) {
+        for (const SgdHyperparameters& o : sgd_options) {
           const std::vector<Tensor> start = list_of(shapes, dtype, device, 1, true, strided);
           std::vector<Tensor> params = clones(start);
           std::vector<Tensor> single = clones(start);
@@ -94,7 +94,7 @@ inline void expect_lists_equal_one_call_per_parameter(Device device, int count) 
         }
       }
       for (const bool lr_tensor : {false, true}) {
-        const AdamwOptions o{0.01, 0.9, 0.999, 1e-8, 0.1};
+        const AdamwHyperparameters o{0.01, 0.9, 0.999, 1e-8, 0.1};
         const std::vector<Tensor> start = list_of(shapes, dtype, device, 2, true, strided);
         std::vector<Tensor> params = clones(start);
         std::vector<Tensor> single = clones(start);

@@ -24,7 +24,7 @@ TEST(OptimLists, RefusesBadListsNamingTheTensorAndItsParameter) {
   const std::vector<Tensor> params = {zeros({4}), zeros({2, 3})};
   const std::vector<Tensor> grads = {zeros({4}), zeros({2, 3})};
   const Tensor lr = full({}, 0.1);
-  const SgdOptions momentum{0.1, 0.9};
+  const SgdHyperparameters momentum{0.1, 0.9};
   EXPECT_THAT(error_of([&] { sgd_(params, List{grads[0]}, List{}, lr, {}); }),
               ::testing::HasSubstr("sgd_: expected one gradient for each of the 2 parameters, "
                                    "but got 1"));
@@ -34,7 +34,9 @@ TEST(OptimLists, RefusesBadListsNamingTheTensorAndItsParameter) {
               ::testing::HasSubstr("expected one velocity for each of the 2 parameters"));
   EXPECT_THAT(error_of([&] { sgd_(params, grads, grads, lr, {}); }),
               ::testing::HasSubstr("velocities are for momentum != 0"));
-  EXPECT_THAT(error_of([&] { sgd_(params, List{grads[0], zeros({3, 2})}, List{}, lr, {}); }),
+  EXPECT_THAT(error_of([&] {
+                sgd_(params, List{grads[0], zeros({3, 2})}, List{}, lr, {});
+              }),
               ::testing::HasSubstr("expected grad 1 to have the parameter's sizes [2, 3], but "
                                    "got [3, 2]"));
   EXPECT_THAT(error_of([&] {
@@ -51,8 +53,8 @@ TEST(OptimLists, RefusesBadListsNamingTheTensorAndItsParameter) {
               }),
               ::testing::HasSubstr("param 0 and grad 1 share memory"));
   EXPECT_THAT(error_of([&] {
-                adamw_(params, grads, List{zeros({4}), zeros({2, 3})}, List{params[0], zeros({2, 3})},
-                       ones({}), lr, {});
+                adamw_(params, grads, List{zeros({4}), zeros({2, 3})},
+                       List{params[0], zeros({2, 3})}, ones({}), lr, {});
               }),
               ::testing::HasSubstr("param 0 and exp_avg_sq 0 share memory"));
   // Halves of one buffer may serve as two parameters.

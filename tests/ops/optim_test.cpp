@@ -16,7 +16,7 @@ namespace {
 
 struct SgdCase {
   const char* name;
-  SgdOptions options;
+  SgdHyperparameters options;
   bool strided;
 };
 
@@ -37,7 +37,7 @@ TEST_P(SgdTest, MatchesDoubleReferenceOverSteps) {
   }
   std::vector<double> p = elements(param);
   std::vector<double> v(p.size(), 0.0);
-  const SgdOptions& o = c.options;
+  const SgdHyperparameters& o = c.options;
   for (unsigned step = 0; step < 4; ++step) {
     Tensor grad = random_tensor({7, 5}, dtype, -1, 1, 10 + step);
     if (c.strided) grad = non_contiguous(grad);
@@ -93,7 +93,7 @@ TEST(OptimTest, SgdEqualsTheInPlaceOps) {
 }
 
 void adamw_reference(std::vector<double>& p, std::vector<double>& m, std::vector<double>& v,
-                     const std::vector<double>& g, const AdamwOptions& o, double t) {
+                     const std::vector<double>& g, const AdamwHyperparameters& o, double t) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     p[i] *= 1 - o.lr * o.weight_decay;
     m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
@@ -107,7 +107,7 @@ class AdamwTest : public ::testing::TestWithParam<std::tuple<DType, DType, bool>
 
 TEST_P(AdamwTest, MatchesDoubleReferenceOverSteps) {
   const auto& [dtype, step_dtype, strided] = GetParam();
-  const AdamwOptions o{0.01, 0.9, 0.99, 1e-8, 0.1};
+  const AdamwHyperparameters o{0.01, 0.9, 0.99, 1e-8, 0.1};
   Tensor param = random_tensor({6, 4}, dtype, -1, 1, 1);
   Tensor exp_avg = zeros({6, 4}, TensorOptions(dtype));
   Tensor exp_avg_sq = zeros({6, 4}, TensorOptions(dtype));
@@ -142,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Optim, AdamwTest,
 // A captured AdamW step reads the step number when it runs: replaying the captured
 // (add_(step, one); adamw_) gives the same values as running it eagerly.
 TEST(OptimTest, CapturedAdamwReadsTheStepAtReplay) {
-  const AdamwOptions o{0.1, 0.9, 0.999, 1e-8, 0.0};
+  const AdamwHyperparameters o{0.1, 0.9, 0.999, 1e-8, 0.0};
   const Tensor grad = random_tensor({16}, DType::Float32, -1, 1, 7);
   Tensor eager_param = random_tensor({16}, DType::Float32, -1, 1, 8);
   Tensor param = eager_param.clone();
@@ -169,18 +169,18 @@ TEST(OptimTest, LrTensorGivesTheFixedRatesBits) {
   for (const DType dtype : {DType::Float32, DType::Float64}) {
     const Tensor grad = random_tensor({24}, dtype, -1, 1, 11);
     const Tensor start = random_tensor({24}, dtype, -1, 1, 12);
-    const SgdOptions sgd{0.05, 0.9, 0.01, true};
+    const SgdHyperparameters sgd{0.05, 0.9, 0.01, true};
     Tensor p1 = start.clone(), p2 = start.clone();
     const Tensor v1 = zeros_like(start), v2 = zeros_like(start);
     const Tensor lr = full({}, sgd.lr, TensorOptions(DType::Float64));
-    const AdamwOptions adamw{0.01, 0.9, 0.99, 1e-8, 0.1};
+    const AdamwHyperparameters adamw{0.01, 0.9, 0.99, 1e-8, 0.1};
     Tensor q1 = start.clone(), q2 = start.clone();
     const Tensor m1 = zeros_like(start), m2 = zeros_like(start), s1 = zeros_like(start),
                  s2 = zeros_like(start), step = ones({1});
     const Tensor adam_lr = full({}, adamw.lr, TensorOptions(DType::Float64));
     for (int i = 0; i < 3; ++i) {
       sgd_(p1, grad, v1, sgd);
-      sgd_(p2, grad, v2, lr, SgdOptions{0.0, sgd.momentum, sgd.weight_decay, sgd.nesterov});
+      sgd_(p2, grad, v2, lr, SgdHyperparameters{0.0, sgd.momentum, sgd.weight_decay, sgd.nesterov});
       adamw_(q1, grad, m1, s1, step, adamw);
       adamw_(q2, grad, m2, s2, step, adam_lr, adamw);
     }
@@ -202,16 +202,16 @@ TEST(OptimTest, CapturedUpdatesFollowTheLrTensor) {
   const Tensor lr = full({}, 0.0f);
   DeviceGraph graph(kCPU);
   graph.begin_capture(current_stream(kCPU));
-  sgd_(p, grad, v, lr, SgdOptions{0.0, 0.9, 0.0, false});
-  adamw_(q, grad, m, s, step, lr, AdamwOptions{0.0, 0.9, 0.999, 1e-8, 0.1});
+  sgd_(p, grad, v, lr, SgdHyperparameters{0.0, 0.9, 0.0, false});
+  adamw_(q, grad, m, s, step, lr, AdamwHyperparameters{0.0, 0.9, 0.999, 1e-8, 0.1});
   graph.end_capture();
   for (const float rate : {0.1f, 0.05f, 0.025f}) {
     lr.fill_(rate);
     graph.replay();
-    sgd_(eager_p, grad, eager_v, SgdOptions{rate, 0.9, 0.0, false});
+    sgd_(eager_p, grad, eager_v, SgdHyperparameters{rate, 0.9, 0.0, false});
     const Tensor eager_lr = full({}, rate);
     adamw_(eager_q, grad, eager_m, eager_s, step, eager_lr,
-           AdamwOptions{0.0, 0.9, 0.999, 1e-8, 0.1});
+           AdamwHyperparameters{0.0, 0.9, 0.999, 1e-8, 0.1});
   }
   synchronize(current_stream(kCPU));
   expect_close(p, elements(eager_p), 0.0, 0.0, "sgd_ after three replays");
@@ -256,7 +256,7 @@ TEST(OptimTest, RefusesBadArguments) {
               sgd_(p, g.to(DType::Float64), v, {0.1, 0.9, 0, false});
             }).find("expected grad to have the parameter's dtype float32"),
             std::string::npos);
-  AdamwOptions bad_beta;
+  AdamwHyperparameters bad_beta;
   bad_beta.beta2 = 1.0;
   EXPECT_NE(message_of([&] {
               adamw_(p, g, zeros({4}), zeros({4}), step, bad_beta);

@@ -215,6 +215,41 @@ TEST(LayerNorm, NormalisesRowsThenScalesAndShifts) {
             std::string::npos);
 }
 
+TEST(RMSNorm, ScalesRowsByTheirRootMeanSquareThenByTheWeight) {
+  manual_seed(18);
+  RMSNorm norm(6, 1e-6);
+  EXPECT_EQ(values(norm.weight()), std::vector<double>(6, 1.0));
+  EXPECT_EQ(norm.named_parameters().size(), 1u);  // a weight, no bias
+  {
+    autograd::NoGradGuard no_grad;
+    norm.weight().copy_(ops::randn({6}));
+  }
+  const Tensor x = ops::randn({2, 3, 6}) * 2.0 + 1.0;
+  const std::vector<double> xs = values(x), g = values(norm.weight());
+  std::vector<double> expected;
+  for (int row = 0; row < 6; ++row) {
+    double squares = 0.0;
+    for (int i = 0; i < 6; ++i) squares += xs[row * 6 + i] * xs[row * 6 + i] / 6.0;
+    for (int i = 0; i < 6; ++i)
+      expected.push_back(xs[row * 6 + i] / std::sqrt(squares + 1e-6) * g[i]);
+  }
+  expect_close(values(norm(x)), expected, kFloatTolerance, kFloatTolerance);
+  EXPECT_FALSE(RMSNorm(6, std::nullopt, /*elementwise_affine=*/false).weight().defined());
+  EXPECT_EQ(RMSNorm(6).extra_repr(), "[6], eps=None, elementwise_affine=true");
+  EXPECT_NE(testing::error_message([&] {
+              norm(ops::randn({2, 5}));
+            }).find("RMSNorm: expected an input whose trailing dims are [6]"),
+            std::string::npos);
+  EXPECT_NE(
+      testing::error_message([] { RMSNorm(6, -1.0); }).find("RMSNorm: expected a finite eps >= 0"),
+      std::string::npos);
+  // The gradient reaches the input and the weight.
+  const Tensor leaf = ops::randn({4, 6}).requires_grad_();
+  ops::sum(norm(leaf)).backward();
+  EXPECT_TRUE(leaf.grad().defined());
+  EXPECT_TRUE(norm.weight().grad().defined());
+}
+
 TEST(Embedding, PicksRowsAndStartsStandardNormal) {
   manual_seed(17);
   Embedding table(256, 64);
