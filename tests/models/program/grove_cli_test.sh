@@ -97,7 +97,7 @@ expect_mistake() {  # expect_mistake WORDS ARGS...
   [[ $(wc -l <mistake.txt) == 1 ]] || { cat mistake.txt >&2; fail "grove $*: not one line"; }
   expect_in "$words" mistake.txt
 }
-expect_mistake "resnet" train --model resnet
+expect_mistake "vgg" train --model vgg
 expect_mistake "--bogus" train --model mlp --bogus
 expect_mistake "--epochs" train --model mlp --epochs
 expect_mistake "batch size: expected at least 1" train --model mlp --batch-size 0 --device cpu
@@ -121,5 +121,7 @@ expect_mistake "--save-logits /proc/grove-none/l.safetensors: cannot make the fo
   eval --checkpoint g.safetensors --device cpu --save-logits /proc/grove-none/l.safetensors
 if [[ $have_data == 1 ]]; then
   expect_mistake "larger than the training set" train --model mlp --batch-size 999999 --device cpu
+  expect_mistake "holds a mlp model; sampling text needs a gpt checkpoint" \
+    sample --checkpoint c.safetensors --device cpu
 fi
 echo "grove_cli_test: passed"
