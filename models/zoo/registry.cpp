@@ -1,12 +1,15 @@
 // The registry's table (see registry.h for what a spec holds and the recipe for adding a model):
 // the tasks' specs, then one ModelSpec per model in model_specs(). The defaults are the reference
-// settings: the anchors' harnesses for mlp, cnn and gpt.
+// settings: the anchors' harnesses for mlp, cnn and gpt. For resnet, what trained best of a quick
+// check on the CPU (2 epochs, cosine): lr 0.1 reached test accuracy 0.849, 0.830 and 0.827 with
+// seeds 0, 1 and 2; lr 0.05 reached 0.777 (seed 0); at lr 0.2 it diverged (stuck at 0.1).
 #include "models/zoo/registry.h"
 
 #include "core/error.h"
 #include "models/zoo/cnn.h"
 #include "models/zoo/gpt.h"
 #include "models/zoo/mlp.h"
+#include "models/zoo/resnet.h"
 
 namespace grove::zoo {
 namespace {
@@ -54,6 +57,12 @@ std::vector<ModelSpec> build_table() {
                     .steps = 2000},
        .context_length = gpt_context_length,
        .generate = gpt_generate},
+      {.name = "resnet",
+       .summary = "small residual CNN for Fashion-MNIST (9,610 parameters)",
+       .task = TaskKind::ImageClassification,
+       .make = make<ResNet>,
+       .defaults =
+           {.optimizer = "sgd", .lr = 0.1, .momentum = 0.9, .batch_size = 128, .epochs = 2}},
   };
 }
 

@@ -7,7 +7,7 @@
 // its context length and sample text. Training, evaluation, the program and the tests branch on
 // the task or call the spec's functions; none compares model names.
 //
-// Adding a model:
+// Adding a model (how resnet was added):
 //   1. models/zoo/<name>.h/.cpp: the nn::Module (built on the CPU; its header comment gives its
 //      layers, shapes and parameter count), and <name>.cpp in SOURCES of models/zoo/CMakeLists.txt.
 //   2. models/zoo/registry.cpp: #include its header and add its ModelSpec to the table in
@@ -118,7 +118,7 @@ std::span<const ModelSpec> model_specs();
 const ModelSpec* find_model(std::string_view name);
 // The spec of `name`; an unknown name is an error listing the registered names.
 const ModelSpec& model_spec(std::string_view name);
-// The registered names, in the table's order, and as text: "mlp, cnn or gpt".
+// The registered names, in the table's order, and as text: "mlp, cnn, gpt or resnet".
 std::vector<std::string> model_names();
 std::string model_names_text();
 // "a, b or c" (`last` joins the last two); for messages that list names.

@@ -44,6 +44,14 @@ PY
   expect_in '"test_accuracy"' eval.json
   "$grove" plot m.csv -o curve.svg 2>/dev/null
   expect_in "<svg" curve.svg
+  # A model added through the registry trains, checkpoints and evaluates as its task says.
+  "$grove" train --model resnet --device cpu --epochs 1 --train-limit 256 --test-limit 100 \
+    --checkpoint r.safetensors --json >r.json 2>rerr.txt
+  expect_in '"model":"resnet"' r.json
+  expect_in '"test_accuracy"' r.json
+  expect_in "grove train: resnet on cpu, eager, 1 epochs of 2 steps, sgd lr 0.1 " rerr.txt
+  "$grove" eval --checkpoint r.safetensors --device cpu --json >reval.json 2>/dev/null
+  expect_in '"test_loss"' reval.json
 fi
 
 # gpt: train a few steps, sample from the checkpoint.

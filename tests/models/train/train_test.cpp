@@ -53,6 +53,10 @@ TEST(TrainConfig, DefaultsAreTheReferenceSettings) {
   EXPECT_EQ(gpt.warmup_steps, 100);
   EXPECT_DOUBLE_EQ(gpt.lr, 3e-4);
   EXPECT_DOUBLE_EQ(gpt.weight_decay, 0.01);
+  const TrainConfig resnet = defaults_for("resnet");
+  EXPECT_EQ(resnet.epochs, 2);
+  EXPECT_DOUBLE_EQ(resnet.lr, 0.1);
+  EXPECT_EQ(resnet.batch_size, 128);
   // Every registered model's defaults are a valid config of that model.
   for (const zoo::ModelSpec& spec : zoo::model_specs()) {
     EXPECT_NO_THROW(defaults_for(spec.name).validate()) << spec.name;

@@ -20,9 +20,9 @@ namespace {
 TEST(Registry, ListsTheModelsWithUniqueNames) {
   const std::vector<std::string> names = model_names();
   // The reference models first, in this order (help texts and benchmarks list them so).
-  ASSERT_GE(names.size(), 3u);
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 3),
-            (std::vector<std::string>{"mlp", "cnn", "gpt"}));
+  ASSERT_GE(names.size(), 4u);
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 4),
+            (std::vector<std::string>{"mlp", "cnn", "gpt", "resnet"}));
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
   EXPECT_EQ(names.size(), model_specs().size());
   EXPECT_NE(find_model(kDefaultModel), nullptr);
@@ -112,7 +112,7 @@ TEST(Registry, TasksFixDataLengthAndMetrics) {
 
   EXPECT_EQ(model_spec("gpt").task, TaskKind::LanguageModel);
   EXPECT_TRUE(model_spec("gpt").can_sample());
-  EXPECT_EQ(model_spec("cnn").task, TaskKind::ImageClassification);
+  EXPECT_EQ(model_spec("resnet").task, TaskKind::ImageClassification);
 }
 
 // The spec's functions reach the model: the gpt's context is its block, and generate appends

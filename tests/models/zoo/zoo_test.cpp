@@ -90,6 +90,7 @@ TEST(Zoo, MakeModelBuildsEachRegisteredModelByName) {
   EXPECT_EQ(make_model("mlp")->type_name(), "Mlp");
   EXPECT_EQ(make_model("cnn")->type_name(), "Cnn");
   EXPECT_EQ(make_model("gpt")->type_name(), "Gpt");
+  EXPECT_EQ(make_model("resnet")->type_name(), "ResNet");
   for (const ModelSpec& spec : model_specs()) {
     const auto model = make_model(spec.name);
     ASSERT_NE(model, nullptr) << spec.name;
