@@ -329,7 +329,7 @@ std::string per_model(
   std::string text;
   for (const auto& [value, names] : groups) {
     if (!text.empty()) text += "; ";
-    text += zoo::join_names(names, ", ") + " " + value;
+    text += zoo::join_names(names, ", ", ", ") + " " + value;
   }
   return text;
 }
@@ -355,7 +355,7 @@ std::string data_help() {
   std::vector<std::string> parts;
   for (const auto& [kind, names] : tasks) {
     parts.push_back(std::string(zoo::task_spec(kind).data_help) + " (" +
-                    zoo::join_names(names, ", ") + ")");
+                    zoo::join_names(names, ", ", ", ") + ")");
   }
   return zoo::join_names(parts);
 }
@@ -366,7 +366,7 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<TrainFlags>();
   const std::vector<std::string> models = zoo::model_names();
   CLI::App* command =
-      app.add_subcommand("train", "train a model (" + zoo::join_names(models, ", ") + ")");
+      app.add_subcommand("train", "train a model (" + zoo::join_names(models, ", ", ", ") + ")");
   flags->command = command;
   // --help ends with each model and its one-line summary, names padded to a column.
   std::string footer = "Models (--model):";
@@ -376,7 +376,7 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
     footer += "\n  " + name + spec.summary;
   }
   command->footer(footer);
-  command->add_option("--model", flags->model, zoo::join_names(models, " | "))
+  command->add_option("--model", flags->model, zoo::join_names(models, " | ", " | "))
       ->check(CLI::IsMember(models));
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")

@@ -146,10 +146,11 @@ std::string model_names_text() {
   return join_names(model_names());
 }
 
-std::string join_names(const std::vector<std::string>& names, std::string_view last) {
+std::string join_names(const std::vector<std::string>& names, std::string_view separator,
+                       std::string_view last) {
   std::string text;
   for (std::size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) text += i + 1 == names.size() ? std::string(last) : std::string(", ");
+    if (i > 0) text += i + 1 == names.size() ? last : separator;
     text += names[i];
   }
   return text;

@@ -121,8 +121,10 @@ const ModelSpec& model_spec(std::string_view name);
 // The registered names, in the table's order, and as text: "mlp, cnn, gpt or resnet".
 std::vector<std::string> model_names();
 std::string model_names_text();
-// "a, b or c" (`last` joins the last two); for messages that list names.
-std::string join_names(const std::vector<std::string>& names, std::string_view last = " or ");
+// "a, b or c": `separator` between the names, `last` before the last one; for messages and help
+// texts that list names.
+std::string join_names(const std::vector<std::string>& names, std::string_view separator = ", ",
+                       std::string_view last = " or ");
 
 // A new model of `name` on the CPU (model_spec(name).make()).
 std::shared_ptr<nn::Module> make_model(std::string_view name);

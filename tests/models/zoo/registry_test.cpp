@@ -92,7 +92,7 @@ TEST(Registry, LookupsAreExactAndUnknownNamesListTheModels) {
   EXPECT_EQ(join_names({"a", "b", "c"}), "a, b or c");
   EXPECT_EQ(join_names({"a"}), "a");
   EXPECT_EQ(join_names({}), "");
-  EXPECT_EQ(join_names({"a", "b"}, " | "), "a | b");
+  EXPECT_EQ(join_names({"a", "b", "c"}, " | ", " | "), "a | b | c");
 }
 
 TEST(Registry, TasksFixDataLengthAndMetrics) {
