@@ -5,10 +5,12 @@
 // cannot run (no device, a graphed mode that fails) reports its error and the suite goes on.
 //
 //   BM_ModelStep/<model>/<mode>/<device>
-//     model   mlp, cnn: batch 128 of (128, 1, 28, 28) N(0, 1) inputs, int64 labels in [0, 10),
-//                       SGD lr 0.01, momentum 0.9
-//             gpt:      batch 32 x 64 int64 tokens in [0, 128) and targets, AdamW lr 3e-4
-//                       (weight decay 0.01, PyTorch's default)
+//     model   every model of the registry (zoo::model_specs()), its batch by its task:
+//             image classifiers (mlp, cnn, ...): batch 128 of (128, 1, 28, 28) N(0, 1) inputs,
+//                       int64 labels in [0, 10), SGD lr 0.01, momentum 0.9
+//             language models (gpt): batch 32 x T (the model's context length, 64 for the gpt)
+//                       int64 tokens in [0, 128) and targets, AdamW lr 3e-4 (weight decay
+//                       0.01, PyTorch's default)
 //             The rates are the GPU anchors' (their scripts use 0.01 for SGD; the training runs
 //             use 0.1). A rate changes no kernel, so it does not change the time.
 //     mode    eager:        train::TrainStep in eager mode, every op dispatched as called
@@ -19,12 +21,12 @@
 //                           replayed as one graph (models/train/step.cpp)
 //     device  cpu (the CPU stream) or cuda (cuda(0); skipped with an error line without one)
 //
-// Each case builds its model (zoo::make_model), warms up (traces, warm-up runs, recordings,
-// cuBLAS/cuDNN plans, the allocator's cache), then times iterations of steps queued back to
-// back (kCudaStepsPerIteration on cuda; one on the CPU, whose stream runs each kernel as it is
-// launched, so nothing queues), each followed by one wait for the device. Manual time is the wall
-// time of an iteration, waits included, so Google Benchmark's Time column is per batch of steps;
-// the counters are per step:
+// Each case builds its model (its registry spec's make()), warms up (traces, warm-up runs,
+// recordings, cuBLAS/cuDNN plans, the allocator's cache), then times iterations of steps queued
+// back to back (kCudaStepsPerIteration on cuda; one on the CPU, whose stream runs each kernel as it
+// is launched, so nothing queues), each followed by one wait for the device. Manual time is the
+// wall time of an iteration, waits included, so Google Benchmark's Time column is per batch of
+// steps; the counters are per step:
 //   us_per_step       wall time per step (the figure to compare with the anchors' median_us)
 //   samples_per_s     samples (images, or sequences of 64 tokens) per second of wall time
 //   peak_memory_MiB   the device allocator's peak allocated bytes over the timed steps only
@@ -95,7 +97,7 @@
 #include "models/optim/sgd.h"
 #include "models/train/config.h"
 #include "models/train/step.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/registry.h"
 #include "ops/conv.h"
 #include "ops/dispatch.h"
 #include "ops/precision.h"
@@ -140,17 +142,18 @@ bool expandable_pools = true;  // --expandable_pools (file comment)
 struct ModelSetup {
   std::shared_ptr<nn::Module> model;
   std::unique_ptr<optim::Optimizer> optimizer;
-  Tensor inputs;   // mlp, cnn: (128, 1, 28, 28) float32; gpt: (32, 64) int64
-  Tensor targets;  // mlp, cnn: (128) int64; gpt: (32, 64) int64
+  Tensor inputs;   // classifiers: (128, 1, 28, 28) float32; language models: (32, T) int64
+  Tensor targets;  // classifiers: (128) int64; language models: (32, T) int64
   std::int64_t samples = 0;
 
-  ModelSetup(const std::string& name, Device device) : model(zoo::make_model(name)) {
+  ModelSetup(const zoo::ModelSpec& spec, Device device) : model(spec.make()) {
     model->to(device);  // before the optimizer takes the parameters
     Generator generator(0);
-    if (name == "gpt") {
+    if (spec.task == zoo::TaskKind::LanguageModel) {
       samples = 32;
-      inputs = ops::randint(0, 128, {32, 64}, &generator, device);
-      targets = ops::randint(0, 128, {32, 64}, &generator, device);
+      const std::int64_t tokens = spec.context_length(*model);
+      inputs = ops::randint(0, 128, {32, tokens}, &generator, device);
+      targets = ops::randint(0, 128, {32, tokens}, &generator, device);
       optim::AdamwOptions options;
       options.lr = 3e-4;
       optimizer = std::make_unique<optim::AdamW>(model->parameters(), options);
@@ -298,7 +301,7 @@ void time_steps(benchmark::State& state, Device device, StepMode mode, std::int6
 // Builds the case's model and step and times it.
 void run_steps(benchmark::State& state, const std::string& model_name, StepMode mode,
                Device device) {
-  ModelSetup setup(model_name, device);
+  ModelSetup setup(zoo::model_spec(model_name), device);
   const graphs::TensorList batch = {setup.inputs, setup.targets};
   if (mode == StepMode::Graphed) {
     graphs::CompileOptions options;
@@ -347,7 +350,8 @@ void run_case(benchmark::State& state, const std::string& model_name, StepMode m
 }
 
 void register_cases() {
-  for (const char* model : {"mlp", "cnn", "gpt"}) {
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    const std::string model = spec.name;
     for (StepMode mode : {StepMode::Eager, StepMode::Graphed, StepMode::GraphedStep}) {
       for (const Device device : {kCPU, cuda(0)}) {
         const std::string name = std::string("BM_ModelStep/") + model + "/" + mode_name(mode) +

@@ -51,7 +51,8 @@
 #include "models/optim/sgd.h"
 #include "models/train/config.h"
 #include "models/train/step.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/gpt.h"
+#include "models/zoo/mlp.h"
 #include "ops/random.h"
 
 namespace grove::soak {
@@ -146,7 +147,7 @@ struct SoakSetup {
                   "'");
       batch = config.small ? 8 : 128;
       input_sizes = {batch, 1, 28, 28};
-      model = zoo::make_model("mlp");
+      model = std::make_shared<zoo::Mlp>();
       model->to(config.device);
       optim::SgdOptions options;
       options.lr = 0.01;

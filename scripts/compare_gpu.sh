@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side by side, in one run on one GPU machine: grove's training steps of the reference models
+# Side by side, in one run on one GPU machine: grove's training steps of the registered models
 # (bench/model_step_bench, the cuda cases: eager, graphed, graphed-step) against the anchors'
 # PyTorch (eager, reduce-overhead = torch.compile with CUDA graph trees, the whole step captured
 # by hand in one CUDA graph) and JAX (jit of the whole step), then one table per model in
@@ -97,8 +97,9 @@ grove_modes = ["eager", "graphed", "graphed-step"]
 def number(value, digits=1):
     return "-" if value is None else f"{value:.{digits}f}"
 
-models = [m for m in ["mlp", "cnn", "gpt"]
-          if any(k[0] == m for k in list(grove) + list(peers))]
+# Every model with results, in the order grove registered them (model_step_bench runs every model
+# of the registry; the anchors have mlp, cnn and gpt), then any model only a peer ran.
+models = list(dict.fromkeys(k[0] for k in list(grove) + list(peers)))
 if not models:
     print(f"no results in {results}")
 else:

@@ -1,6 +1,7 @@
 // `grove eval` and `grove sample`: what a checkpoint's model does. eval evaluates it as the
-// training run did (test accuracy and loss for mlp and cnn, validation loss and a sample for
-// gpt); sample continues a prompt with the gpt.
+// training run did (its task's metrics: test accuracy and loss for an image classifier,
+// validation loss and a sample for a language model); sample continues a prompt with a model
+// whose registry spec can generate text (the gpt).
 #include <iostream>
 
 #include "core/error.h"
@@ -11,8 +12,7 @@
 #include "models/program/run_summary.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
-#include "models/zoo/gpt.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/registry.h"
 
 #include <nlohmann/json.hpp>
 
@@ -60,16 +60,22 @@ int run_eval(const EvalFlags& flags) {
   }
   if (flags.json) {
     nlohmann::ordered_json object = {{"model", config.model}, {"step", report.step}};
-    if (config.model == "gpt") {
-      object["val_loss"] = report.loss;
-      object["sample"] = report.sample;
-    } else {
-      object["test_accuracy"] = report.accuracy;
-      object["test_loss"] = report.loss;
+    for (const zoo::Metric metric : trainer.spec().task_spec().metrics) {
+      object[zoo::metric_name(metric)] = report.metric(metric);
     }
+    if (trainer.spec().can_sample()) object["sample"] = report.sample;
     std::cout << object.dump() << std::endl;
   }
   return 0;
+}
+
+// The models whose specs can generate text: "gpt".
+std::string sampling_models() {
+  std::vector<std::string> names;
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    if (spec.can_sample()) names.emplace_back(spec.name);
+  }
+  return zoo::join_names(names);
 }
 
 struct SampleFlags {
@@ -90,16 +96,18 @@ Device check_sample_flags(const SampleFlags& flags) {
 int run_sample(const SampleFlags& flags) {
   const Device device = check_sample_flags(flags);
   const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
-  GROVE_CHECK(saved.config.model == "gpt", "grove sample: ", flags.checkpoint, " holds a ",
-              saved.config.model, " model; sampling text needs a gpt checkpoint");
-  std::shared_ptr<nn::Module> model = zoo::make_model("gpt");
+  const zoo::ModelSpec& spec = zoo::model_spec(saved.config.model);  // read_checkpoint checked it
+  GROVE_CHECK(spec.can_sample(), "grove sample: ", flags.checkpoint, " holds a ",
+              saved.config.model, " model; sampling text needs a ", sampling_models(),
+              " checkpoint");
+  std::shared_ptr<nn::Module> model = spec.make();
   model->load_state_dict(saved.model);
   model->to(device);
   model->eval();
   Generator generator(flags.seed);
   const Tensor prompt = data::encode(flags.prompt);
-  const Tensor text = dynamic_cast<zoo::Gpt&>(*model).generate(
-      prompt.view({1, prompt.numel()}).to(device), flags.tokens, flags.temperature, generator);
+  const Tensor text = spec.generate(*model, prompt.view({1, prompt.numel()}).to(device),
+                                    flags.tokens, flags.temperature, generator);
   std::cout << data::decode(text.view({-1}).to(kCPU)) << std::endl;
   return 0;
 }
@@ -127,8 +135,11 @@ void add_eval_command(CLI::App& app, OnParse on_parse) {
 
 void add_sample_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<SampleFlags>();
-  CLI::App* command = app.add_subcommand("sample", "generate text with a gpt checkpoint");
-  command->add_option("--checkpoint", flags->checkpoint, "a checkpoint of grove train --model gpt")
+  CLI::App* command =
+      app.add_subcommand("sample", "generate text with a " + sampling_models() + " checkpoint");
+  command
+      ->add_option("--checkpoint", flags->checkpoint,
+                   "a checkpoint of grove train --model " + sampling_models())
       ->required();
   command->add_option("--prompt", flags->prompt, "text to continue (default: a newline)");
   command->add_option("--tokens", flags->tokens, "characters to generate (200)")

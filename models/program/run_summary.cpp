@@ -19,11 +19,12 @@ std::string format_number(double value) {
 
 RunSummary summarize(const train::Trainer& trainer, const train::TrainResult& result) {
   const train::TrainConfig& config = trainer.config();
+  const zoo::TaskSpec& task = trainer.spec().task_spec();
   RunSummary summary;
   summary.model = config.model;
   summary.device = config.device.to_string();
   summary.mode = train::to_string(config.mode);
-  summary.epochs = config.model == "gpt" ? 0 : config.epochs;
+  summary.epochs = task.trains_in_epochs ? config.epochs : 0;
   summary.steps = trainer.steps_done();
   const std::size_t tail = std::min<std::size_t>(result.losses.size(), 50);
   double sum = 0.0;
@@ -31,15 +32,8 @@ RunSummary summarize(const train::Trainer& trainer, const train::TrainResult& re
     sum += result.losses[i];
   }
   summary.train_loss = tail > 0 ? sum / static_cast<double>(tail) : NAN;
-  if (!result.evals.empty()) {
-    const train::EvalReport& last = result.evals.back();
-    if (config.model == "gpt") {
-      summary.val_loss = last.loss;
-    } else {
-      summary.test_accuracy = last.accuracy;
-      summary.test_loss = last.loss;
-    }
-  }
+  summary.metric = task.metrics.front();
+  if (!result.evals.empty()) summary.metric_value = result.evals.back().metric(summary.metric);
   summary.step_time_ms_median = result.median_step_ms();
   summary.samples_per_s = result.samples_per_s;
   summary.seconds = result.seconds;
@@ -49,26 +43,27 @@ RunSummary summarize(const train::Trainer& trainer, const train::TrainResult& re
 }
 
 std::string describe_eval(const std::string& model, const train::EvalReport& eval) {
+  const zoo::TaskSpec& task = zoo::model_spec(model).task_spec();
   std::ostringstream out;
-  if (model == "gpt") {
-    out << "step " << eval.step << ": val loss " << format_number(eval.loss);
-    if (!eval.sample.empty()) out << "\n--- sample ---\n" << eval.sample << "\n--------------";
+  if (task.trains_in_epochs) {
+    out << "epoch " << eval.epoch + 1 << ":";
   } else {
-    out << "epoch " << eval.epoch + 1 << ": test accuracy " << format_number(eval.accuracy)
-        << ", test loss " << format_number(eval.loss);
+    out << "step " << eval.step << ":";
   }
+  const char* separator = " ";
+  for (const zoo::Metric metric : task.metrics) {
+    out << separator << zoo::metric_label(metric) << " " << format_number(eval.metric(metric));
+    separator = ", ";
+  }
+  if (!eval.sample.empty()) out << "\n--- sample ---\n" << eval.sample << "\n--------------";
   return out.str();
 }
 
 std::string RunSummary::to_text() const {
   std::ostringstream out;
   out << "done: " << steps << " steps in " << format_number(seconds) << " s; train loss "
-      << format_number(train_loss);
-  if (model == "gpt") {
-    out << ", val loss " << format_number(val_loss);
-  } else {
-    out << ", test accuracy " << format_number(test_accuracy);
-  }
+      << format_number(train_loss) << ", " << zoo::metric_label(metric) << " "
+      << format_number(metric_value);
   out << "\nstep time " << format_number(step_time_ms_median) << " ms (median), "
       << format_number(samples_per_s) << " samples/s, peak memory "
       << format_number(static_cast<double>(peak_memory_bytes) / (1 << 20)) << " MiB\n";
@@ -85,11 +80,7 @@ std::string RunSummary::to_json() const {
       {"model", model},   {"device", device}, {"mode", mode},
       {"epochs", epochs}, {"steps", steps},   {"train_loss", train_loss},
   };
-  if (model == "gpt") {
-    object["val_loss"] = val_loss;
-  } else {
-    object["test_accuracy"] = test_accuracy;
-  }
+  object[zoo::metric_name(metric)] = metric_value;
   object["step_time_ms_median"] = step_time_ms_median;
   object["samples_per_s"] = samples_per_s;
   object["peak_memory_bytes"] = peak_memory_bytes;

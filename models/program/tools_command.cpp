@@ -9,7 +9,7 @@
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
-#include "models/core_demo.h"
+#include "models/program/core_demo.h"
 #include "models/program/commands.h"
 #include "models/program/device_info.h"
 #include "models/program/plot.h"

@@ -1,7 +1,8 @@
 // `grove train`: flags to a TrainConfig, a run with progress, evaluations, metrics and
 // checkpoints, Ctrl-C handled between steps, and a summary (one JSON line with --json).
 //
-// Flags left out take the model's reference settings (train::defaults_for). With --resume the
+// Flags left out take the model's reference settings (train::defaults_for, from the model
+// registry; the help text lists them per model from there too). With --resume the
 // run's settings come from the checkpoint: only how and how long it runs (--device, --mode,
 // --epochs, --steps) may change; another value for a setting that shapes the numbers (--lr,
 // --batch-size, ...) is refused, since the run would no longer continue the one saved.
@@ -14,12 +15,15 @@
 // one job the same way.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
+#include <string_view>
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
@@ -34,6 +38,7 @@
 #include "models/program/run_summary.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
+#include "models/zoo/registry.h"
 
 namespace grove::program {
 namespace {
@@ -61,7 +66,7 @@ class InterruptGuard {
 };
 
 struct TrainFlags {
-  std::string model = "mlp";
+  std::string model = zoo::kDefaultModel;
   std::string device;
   std::string mode = "eager";
   std::int64_t epochs = 0, steps = 0, batch_size = 0, warmup_steps = 0, train_limit = 0,
@@ -108,12 +113,12 @@ void apply_flags(const TrainFlags& flags, train::TrainConfig& config, bool resum
 std::string describe(const train::TrainConfig& config, const train::Trainer& trainer) {
   std::string text = "grove train: " + config.model + " on " + config.device.to_string() + ", " +
                      train::to_string(config.mode) + ", ";
-  if (config.model == "gpt") {
-    text += std::to_string(trainer.total_steps()) + " steps";
-  } else {
+  if (trainer.spec().task_spec().trains_in_epochs) {
     text += std::to_string(config.epochs) + " epochs of " +
             std::to_string(trainer.batches_per_epoch()) + " steps";
     if (config.steps > 0) text += " (at most " + std::to_string(config.steps) + " steps)";
+  } else {
+    text += std::to_string(trainer.total_steps()) + " steps";
   }
   text += ", " + config.optimizer + " lr " + format_number(config.lr) + " (" + config.schedule +
           "), batch " + std::to_string(config.batch_size) + ", seed " + std::to_string(config.seed);
@@ -132,9 +137,11 @@ train::TrainConfig config_of(const TrainFlags& flags, const train::Checkpoint* s
   } else {
     config = train::defaults_for(flags.model);
   }
-  GROVE_CHECK(config.model != "gpt" || !flags.given("--epochs"), "--epochs ", flags.epochs,
-              ": the gpt trains for a number of steps, not passes over its corpus; give --steps "
-              "(2000 by default) instead");
+  const zoo::ModelSpec& spec = zoo::model_spec(config.model);
+  GROVE_CHECK(spec.task_spec().trains_in_epochs || !flags.given("--epochs"), "--epochs ",
+              flags.epochs, ": the ", config.model,
+              " trains for a number of steps, not passes over its corpus; give --steps (",
+              spec.defaults.steps, " by default) instead");
   apply_flags(flags, config, saved != nullptr);
   config.validate();
   return config;
@@ -220,7 +227,7 @@ int run_train(const TrainFlags& flags) {
     err << "; " << trainer.world_size() << " processes, each on batches of " << config.batch_size;
   }
   err << "\n";
-  if (config.model == "gpt") {
+  if (trainer.spec().task_spec().data == zoo::DataKind::TextCorpus) {
     const data::TextCorpus& corpus = trainer.corpus();
     err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size() << " files ("
         << corpus.train.numel() << " to train on, " << corpus.validation.numel()
@@ -241,7 +248,8 @@ int run_train(const TrainFlags& flags) {
   ProgressOptions progress_options;
   progress_options.is_terminal = terminal;
   progress_options.total_steps = trainer.total_steps();
-  progress_options.steps_per_epoch = config.model == "gpt" ? 0 : trainer.batches_per_epoch();
+  progress_options.steps_per_epoch =
+      trainer.spec().task_spec().trains_in_epochs ? trainer.batches_per_epoch() : 0;
   progress_options.start_step = trainer.steps_done();
   Progress progress(err, progress_options);
 
@@ -302,28 +310,112 @@ int run_train(const TrainFlags& flags) {
   return 0;
 }
 
+// A default per model for --help, from the registry: the models (of those `applies` keeps) with
+// the same value share it, in the table's order: "mlp, cnn 0.1; gpt 0.0003".
+std::string per_model(
+    const std::function<std::string(const zoo::ModelSpec&)>& value_of,
+    const std::function<bool(const zoo::ModelSpec&)>& applies = [](const zoo::ModelSpec&) {
+      return true;
+    }) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // value -> names
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    if (!applies(spec)) continue;
+    const std::string value = value_of(spec);
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [&](const auto& entry) { return entry.first == value; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {value, {}});
+    group->second.emplace_back(spec.name);
+  }
+  std::string text;
+  for (const auto& [value, names] : groups) {
+    if (!text.empty()) text += "; ";
+    text += zoo::join_names(names, ", ", ", ") + " " + value;
+  }
+  return text;
+}
+
+bool counts_epochs(const zoo::ModelSpec& spec) {
+  return spec.task_spec().trains_in_epochs;
+}
+
+bool uses_sgd(const zoo::ModelSpec& spec) {
+  return std::string_view(spec.defaults.optimizer) == "sgd";
+}
+
+// --data's help: what each task's data is, with the models that read it, in the table's order:
+// "a Fashion-MNIST directory (mlp, cnn) or a text file (gpt)".
+std::string data_help() {
+  std::vector<std::pair<zoo::TaskKind, std::vector<std::string>>> tasks;  // task -> names
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    auto task = std::find_if(tasks.begin(), tasks.end(),
+                             [&](const auto& entry) { return entry.first == spec.task; });
+    if (task == tasks.end()) task = tasks.insert(tasks.end(), {spec.task, {}});
+    task->second.emplace_back(spec.name);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [kind, names] : tasks) {
+    parts.push_back(std::string(zoo::task_spec(kind).data_help) + " (" +
+                    zoo::join_names(names, ", ", ", ") + ")");
+  }
+  return zoo::join_names(parts);
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, OnParse on_parse) {
   auto flags = std::make_shared<TrainFlags>();
-  CLI::App* command = app.add_subcommand("train", "train a model (mlp, cnn, gpt)");
+  const std::vector<std::string> models = zoo::model_names();
+  CLI::App* command =
+      app.add_subcommand("train", "train a model (" + zoo::join_names(models, ", ", ", ") + ")");
   flags->command = command;
-  command->add_option("--model", flags->model, "mlp | cnn | gpt")
-      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}));
+  // --help ends with each model and its one-line summary, names padded to a column.
+  std::string footer = "Models (--model):";
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    std::string name = spec.name;
+    name.resize(std::max<std::size_t>(name.size() + 1, 8), ' ');
+    footer += "\n  " + name + spec.summary;
+  }
+  command->footer(footer);
+  command->add_option("--model", flags->model, zoo::join_names(models, " | ", " | "))
+      ->check(CLI::IsMember(models));
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")
       ->check(CLI::IsMember({"eager", "graphed"}));
-  command->add_option("--epochs", flags->epochs, "passes over the data (mlp 5, cnn 3)")
+  const auto number = [](double value) { return format_number(value); };
+  command
+      ->add_option("--epochs", flags->epochs,
+                   "passes over the data (" +
+                       per_model([&](const auto& spec) { return number(spec.defaults.epochs); },
+                                 counts_epochs) +
+                       ")")
       ->check(count_flag());
-  command->add_option("--steps", flags->steps, "stop after N steps (gpt: its length, 2000)")
+  command
+      ->add_option("--steps", flags->steps,
+                   "stop after N steps (the length of models that count steps: " +
+                       per_model([&](const auto& spec) { return number(spec.defaults.steps); },
+                                 [](const auto& spec) { return !counts_epochs(spec); }) +
+                       ")")
       ->check(count_flag());
-  command->add_option("--batch-size", flags->batch_size, "samples per step (128; gpt 32)")
+  command
+      ->add_option("--batch-size", flags->batch_size,
+                   "samples per step (" + per_model([&](const auto& spec) {
+                     return number(spec.defaults.batch_size);
+                   }) + ")")
       ->check(count_flag());
-  command->add_option("--lr", flags->lr, "learning rate (sgd 0.1; adamw 3e-4)");
+  command->add_option("--lr", flags->lr, "learning rate (" + per_model([&](const auto& spec) {
+                                           return number(spec.defaults.lr);
+                                         }) + ")");
   command->add_option("--optimizer", flags->optimizer, "sgd | adamw")
       ->check(CLI::IsMember({"sgd", "adamw"}));
-  command->add_option("--momentum", flags->momentum, "sgd momentum (0.9)");
-  command->add_option("--weight-decay", flags->weight_decay, "(sgd 0; adamw 0.01)");
+  command->add_option(
+      "--momentum", flags->momentum,
+      "sgd momentum (" +
+          per_model([&](const auto& spec) { return number(spec.defaults.momentum); }, uses_sgd) +
+          ")");
+  command->add_option("--weight-decay", flags->weight_decay,
+                      "weight decay (" + per_model([&](const auto& spec) {
+                        return number(spec.defaults.weight_decay);
+                      }) + ")");
   command->add_option("--schedule", flags->schedule, "constant | cosine | step")
       ->check(CLI::IsMember({"constant", "cosine", "step"}));
   command->add_option("--warmup-steps", flags->warmup_steps, "cosine: linear warm-up steps")
@@ -331,8 +423,7 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--clip-grad-norm", flags->clip, "clip gradients to this global norm");
   command->add_option("--seed", flags->seed, "initialisation, data order and sampling (0)")
       ->check(seed_flag());
-  command->add_option("--data", flags->data,
-                      "Fashion-MNIST directory (mlp, cnn) or a text file (gpt)");
+  command->add_option("--data", flags->data, data_help());
   command->add_option("--train-limit", flags->train_limit, "train on the first N samples")
       ->check(count_flag());
   command->add_option("--test-limit", flags->test_limit, "evaluate on the first N samples")

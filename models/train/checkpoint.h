@@ -10,10 +10,12 @@
 //
 // A run restored from a checkpoint goes on exactly as if it had not stopped (bit for bit on
 // the CPU): the weights, the optimizer's state (velocity or moments, rate, step count), the
-// step, the data order's place (seed, epoch, next batch), gpt's window sampler and the
-// device's default random generator are all in the file. Files are written atomically: killing the
-// process at any moment leaves the previous checkpoint whole. A checkpoint of another model, of
-// other shapes, of another format version, or a damaged file is refused with a message naming what
+// step, the data order's place (seed, epoch, next batch), a language model's window sampler
+// and the device's default random generator are all in the file, whatever the model (the
+// schema has no per-model part: "grove.model" is the model registry's name, and a name that is
+// not registered is refused with the config). Files are written atomically: killing the process
+// at any moment leaves the previous checkpoint whole. A checkpoint of another model, of other
+// shapes, of another format version, or a damaged file is refused with a message naming what
 // does not match.
 #pragma once
 

@@ -1,6 +1,6 @@
-// TrainConfig's defaults per model and its checks. The checks are about values alone (ranges,
-// names); whether the data holds enough samples for a batch is the Trainer's to check, when it
-// has loaded them.
+// TrainConfig's defaults per model (copied from the model registry) and its checks. The checks
+// are about values alone (ranges, names); whether the data holds enough samples for a batch is
+// the Trainer's to check, when it has loaded them.
 #include "models/train/config.h"
 
 #include <cmath>
@@ -21,47 +21,39 @@ Mode parse_mode(const std::string& text) {
 }
 
 TrainConfig defaults_for(const std::string& model) {
+  const zoo::TrainDefaults& defaults = zoo::model_spec(model).defaults;
   TrainConfig config;
   config.model = model;
-  // Cosine decay to 0 over the run: at the anchors' constant rate the mlp ends at about 0.865
-  // after 5 epochs; decaying it, at about 0.887 (seeds 0 to 2).
-  config.schedule = "cosine";
-  if (model == "mlp") {
-    config.epochs = 5;
-  } else if (model == "cnn") {
-    config.epochs = 3;
-  } else if (model == "gpt") {
-    config.warmup_steps = 100;
-    config.epochs = 1;
-    config.steps = 2000;
-    config.batch_size = 32;
-    config.optimizer = "adamw";
-    config.lr = 3e-4;
-    config.weight_decay = 0.01;
-  } else {
-    GROVE_CHECK(false, "model: expected mlp, cnn or gpt, got '", model, "'");
-  }
+  config.optimizer = defaults.optimizer;
+  config.lr = defaults.lr;
+  config.momentum = defaults.momentum;
+  config.weight_decay = defaults.weight_decay;
+  config.schedule = defaults.schedule;
+  config.warmup_steps = defaults.warmup_steps;
+  config.batch_size = defaults.batch_size;
+  config.epochs = defaults.epochs;
+  config.steps = defaults.steps;
   return config;
 }
 
 std::int64_t TrainConfig::total_steps(std::int64_t batches_per_epoch) const {
-  if (model == "gpt") return steps;
+  if (!zoo::model_spec(model).task_spec().trains_in_epochs) return steps;
   const std::int64_t all = epochs * batches_per_epoch;
   return steps > 0 && steps < all ? steps : all;
 }
 
 void TrainConfig::validate() const {
-  GROVE_CHECK(model == "mlp" || model == "cnn" || model == "gpt",
-              "model: expected mlp, cnn or gpt, got '", model, "'");
+  const zoo::ModelSpec* spec = zoo::find_model(model);
+  GROVE_CHECK(spec != nullptr, "model: expected ", zoo::model_names_text(), ", got '", model, "'");
   GROVE_CHECK(optimizer == "sgd" || optimizer == "adamw", "optimizer: expected sgd or adamw, got '",
               optimizer, "'");
   GROVE_CHECK(schedule == "constant" || schedule == "cosine" || schedule == "step",
               "schedule: expected constant, cosine or step, got '", schedule, "'");
   GROVE_CHECK(epochs >= 1 && epochs <= 1'000'000, "epochs: expected 1 to 1,000,000, got ", epochs);
   GROVE_CHECK(steps >= 0, "steps: expected 0 (no limit) or more, got ", steps);
-  GROVE_CHECK(model != "gpt" || steps >= 1,
-              "steps: gpt trains for a number of steps (windows are sampled, there are no "
-              "epochs); expected at least 1, got ",
+  GROVE_CHECK(spec->task_spec().trains_in_epochs || steps >= 1, "steps: ", model,
+              " trains for a number of steps (windows are sampled, there are no epochs); expected "
+              "at least 1, got ",
               steps);
   GROVE_CHECK(batch_size >= 1, "batch size: expected at least 1, got ", batch_size);
   GROVE_CHECK(std::isfinite(lr) && lr > 0, "lr: expected a finite rate > 0, got ", lr);

@@ -1,10 +1,9 @@
 // What a training run is: the model, where and how it runs, the optimizer and its schedule, the
-// data, and how long. Defaults per model are the reference settings (the anchors' harnesses):
-//
-//   model  optimizer                      batch  length              data
-//   mlp    SGD lr 0.1, momentum 0.9       128    5 epochs            Fashion-MNIST
-//   cnn    SGD lr 0.1, momentum 0.9       128    3 epochs            Fashion-MNIST
-//   gpt    AdamW lr 3e-4, wd 0.01         32     2000 steps          text (the license texts)
+// data, and how long. Each model's defaults (its reference settings) are in its spec in the
+// model registry (zoo::ModelSpec::defaults, models/zoo/registry.cpp); defaults_for copies them.
+// What differs between models beyond the defaults follows the model's task
+// (zoo::TaskSpec: image classifiers count epochs over Fashion-MNIST, language models count steps
+// over windows of the text corpus).
 //
 // A config is plain data: validate() says what is wrong with one (every message names the field,
 // the value and what is allowed), so the program can refuse bad flags before it loads anything.
@@ -15,6 +14,7 @@
 
 #include "core/device.h"
 #include "graphs/explain.h"
+#include "models/zoo/registry.h"
 
 namespace grove::train {
 
@@ -25,12 +25,13 @@ const char* to_string(Mode mode);
 Mode parse_mode(const std::string& text);  // "eager" | "graphed"; anything else: an error
 
 struct TrainConfig {
-  std::string model = "mlp";  // mlp | cnn | gpt
+  std::string model = zoo::kDefaultModel;  // a registered name (zoo::model_specs())
   Device device = kCPU;
   Mode mode = Mode::Eager;
 
-  // Length: mlp and cnn run `epochs` passes over the training set, cut short after `steps`
-  // steps when steps > 0; gpt runs `steps` steps (epochs are not defined for sampled windows).
+  // Length: image classifiers run `epochs` passes over the training set, cut short after
+  // `steps` steps when steps > 0; language models run `steps` steps (epochs are not defined for
+  // sampled windows). See zoo::TaskSpec::trains_in_epochs.
   std::int64_t epochs = 5;
   std::int64_t steps = 0;
   std::int64_t batch_size = 128;
@@ -45,17 +46,17 @@ struct TrainConfig {
   double gamma = 0.1;               // step
   double clip_grad_norm = 0.0;      // > 0: scale gradients to this global L2 norm at most
 
-  std::uint64_t seed = 0;  // model initialisation, data order, gpt's windows and samples
-  // mlp, cnn: the Fashion-MNIST directory; gpt: a text file. Empty: the default
-  // (data::default_fashion_mnist_dir(), data::default_corpus_paths()).
+  std::uint64_t seed = 0;  // model initialisation, data order, windows and samples
+  // Image classifiers: the Fashion-MNIST directory; language models: a text file. Empty: the
+  // default (data::default_fashion_mnist_dir(), data::default_corpus_paths()).
   std::string data;
   std::int64_t train_limit = 0;  // > 0: the first N training samples only (quick runs, tests)
   std::int64_t test_limit = 0;   // > 0: the first N test samples only
 
-  // gpt: validation loss over this many batches of windows (the same windows every time), and a
-  // sample of this many characters after each evaluation (0: none).
+  // Language models: validation loss over this many batches of windows (the same windows every
+  // time), and a sample of this many characters after each evaluation (0: none).
   std::int64_t eval_batches = 8;
-  std::int64_t eval_every = 500;  // gpt: steps between evaluations (mlp, cnn: every epoch)
+  std::int64_t eval_every = 500;  // language models: steps between evaluations (else each epoch)
   std::int64_t sample_tokens = 200;
   double temperature = 0.8;
 
@@ -71,8 +72,8 @@ struct TrainConfig {
   void validate() const;
 };
 
-// The reference settings for `model` (the table above); an unknown model is an error listing
-// the three.
+// The reference settings for `model` (its zoo::ModelSpec::defaults); an unknown model is an
+// error listing the registered ones.
 TrainConfig defaults_for(const std::string& model);
 
 }  // namespace grove::train

@@ -1,13 +1,13 @@
-// Trainer's evaluation: test accuracy and loss of a classifier, validation loss and a sample of
-// the gpt. Eager in both modes, with the model in eval mode and grad mode off; the sums stay on
-// the device and are read once at the end (one wait per evaluation). In a data-parallel job the
-// ranks share the work: rank r evaluates batches r, r + N, r + 2N, ... of the batches one
-// process would evaluate (the same batches, so the same per-batch figures), the sums are added
-// across ranks, and rank 0 alone draws the gpt's sample (it alone prints).
+// Trainer's evaluation: test accuracy and loss of an image classifier, validation loss and a
+// sample of a language model (its task, zoo::TaskKind, decides). Eager in both modes, with the
+// model in eval mode and grad mode off; the sums stay on the device and are read once at the end
+// (one wait per evaluation). In a data-parallel job the ranks share the work: rank r evaluates
+// batches r, r + N, r + 2N, ... of the batches one process would evaluate (the same batches, so the
+// same per-batch figures), the sums are added across ranks, and rank 0 alone draws a language
+// model's sample (it alone prints).
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "models/train/trainer.h"
-#include "models/zoo/gpt.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -44,8 +44,19 @@ std::vector<double> Trainer::sum_across_ranks(std::initializer_list<Tensor> sums
   return all.to(kCPU).to_vector<double>();
 }
 
+double EvalReport::metric(zoo::Metric metric) const {
+  return metric == zoo::Metric::TestAccuracy ? accuracy : loss;
+}
+
 EvalReport Trainer::evaluate() {
-  return config_.model == "gpt" ? evaluate_gpt() : evaluate_classifier();
+  switch (spec_->task) {
+    case zoo::TaskKind::ImageClassification:
+      return evaluate_classifier();
+    case zoo::TaskKind::LanguageModel:
+      return evaluate_language_model();
+  }
+  GROVE_INTERNAL_ASSERT(false);
+  return {};
 }
 
 EvalReport Trainer::evaluate_classifier() {
@@ -78,7 +89,7 @@ std::pair<Tensor, Tensor> Trainer::inputs_and_logits(std::int64_t count) {
   autograd::NoGradGuard no_grad;
   EvalModeGuard eval_mode(*model_);
   Tensor inputs;
-  if (config_.model == "gpt") {
+  if (spec_->task == zoo::TaskKind::LanguageModel) {
     const Tensor& windows = eval_windows_.front().inputs;  // (B, T)
     inputs = windows.narrow(0, 0, std::min(count, windows.size(0)));
   } else {
@@ -88,17 +99,19 @@ std::pair<Tensor, Tensor> Trainer::inputs_and_logits(std::int64_t count) {
   return {inputs.to(kCPU), logits.to(kCPU)};
 }
 
-std::int64_t Trainer::gpt_block() const {
-  return dynamic_cast<const zoo::Gpt&>(*model_).config().block;
+std::int64_t Trainer::context_length() const {
+  GROVE_INTERNAL_ASSERT(spec_->context_length != nullptr);  // a language model's spec has one
+  return spec_->context_length(*model_);
 }
 
-void Trainer::prepare_gpt_evaluation() {
-  const std::int64_t block = gpt_block();
-  GROVE_CHECK(corpus_.train.numel() > block + 1, "gpt: the training part of the text (",
+void Trainer::prepare_validation_windows() {
+  const std::int64_t block = context_length();
+  GROVE_CHECK(corpus_.train.numel() > block + 1, config_.model, ": the training part of the text (",
               corpus_.train.numel(), " characters) is shorter than one window of ", block + 1,
               "; give a longer text (--data FILE)");
-  GROVE_CHECK(corpus_.validation.numel() > block + 1, "gpt: the validation part of the text (",
-              corpus_.validation.numel(), " characters) is shorter than one window of ", block + 1,
+  GROVE_CHECK(corpus_.validation.numel() > block + 1, config_.model,
+              ": the validation part of the text (", corpus_.validation.numel(),
+              " characters) is shorter than one window of ", block + 1,
               "; give a longer text (--data FILE)");
   Generator generator(config_.seed ^ kValidationStream);
   for (std::int64_t i = 0; i < config_.eval_batches; ++i) {
@@ -110,8 +123,7 @@ void Trainer::prepare_gpt_evaluation() {
   }
 }
 
-EvalReport Trainer::evaluate_gpt() {
-  auto& gpt = dynamic_cast<zoo::Gpt&>(*model_);
+EvalReport Trainer::evaluate_language_model() {
   EvalReport report;
   {
     autograd::NoGradGuard no_grad;
@@ -125,11 +137,12 @@ EvalReport Trainer::evaluate_gpt() {
     }
     report.loss = sum_across_ranks({loss_sum})[0] / static_cast<double>(eval_windows_.size());
   }
-  if (config_.sample_tokens > 0 && rank_ == 0) {
+  if (config_.sample_tokens > 0 && rank_ == 0 && spec_->can_sample()) {
     EvalModeGuard eval_mode(*model_);
     Generator generator(config_.seed ^ kSampleStream);
     const Tensor prompt = data::encode("\n").view({1, 1}).to(config_.device);
-    const Tensor text = gpt.generate(prompt, config_.sample_tokens, config_.temperature, generator);
+    const Tensor text =
+        spec_->generate(*model_, prompt, config_.sample_tokens, config_.temperature, generator);
     report.sample = data::decode(text.view({-1}).narrow(0, 1, config_.sample_tokens).to(kCPU));
   }
   return report;

@@ -13,7 +13,7 @@ namespace grove::train {
 Tensor batch_loss(nn::Module& model, const Tensor& inputs, const Tensor& targets) {
   const Tensor logits = model(inputs);
   if (logits.dim() == 3) {
-    // gpt: logits (B, T, V), targets (B, T) -> (B*T, V) against (B*T)
+    // language models: logits (B, T, V), targets (B, T) -> (B*T, V) against (B*T)
     const std::int64_t vocab = logits.size(2);
     return ops::cross_entropy(logits.reshape({-1, vocab}), targets.reshape({-1}));
   }

@@ -31,7 +31,8 @@
 namespace grove::train {
 
 // The loss of a batch: cross entropy of the model's logits against the targets. Classifiers:
-// logits (B, classes), targets (B). gpt: logits (B, T, vocab), targets (B, T), every position.
+// logits (B, classes), targets (B). Language models: logits (B, T, vocab), targets (B, T), every
+// position.
 Tensor batch_loss(nn::Module& model, const Tensor& inputs, const Tensor& targets);
 
 class TrainStep {

@@ -8,10 +8,9 @@
 #include "autograd/grad_mode.h"
 #include "core/error.h"
 #include "dist/process_group.h"
-#include "ops/collective.h"
 #include "models/optim/adamw.h"
 #include "models/optim/sgd.h"
-#include "models/zoo/zoo.h"
+#include "ops/collective.h"
 
 namespace grove::train {
 namespace {
@@ -40,7 +39,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& config,
 std::unique_ptr<optim::LrSchedule> make_schedule(const TrainConfig& config,
                                                  std::int64_t total_steps) {
   if (config.schedule == "cosine") {
-    // A warm-up longer than the run (gpt's default 100 steps in a short run) is cut to it.
+    // A warm-up longer than the run (the gpt's default 100 steps in a short run) is cut to it.
     return std::make_unique<optim::WarmupCosineLr>(
         config.lr, std::min(config.warmup_steps, total_steps), total_steps);
   }
@@ -63,6 +62,8 @@ double TrainResult::median_step_ms() const {
 
 Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   config_.validate();
+  spec_ = &zoo::model_spec(config_.model);
+  const zoo::TaskSpec& task = spec_->task_spec();
   if (dist::is_initialized() && dist::default_process_group().world_size() > 1) {
     const dist::ProcessGroup& group = dist::default_process_group();
     group_ = group.id();
@@ -72,7 +73,7 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   if (config_.read_every == 0) config_.read_every = config_.device.is_cpu() ? 1 : 50;
 
   // Data first: a missing dataset is the likeliest error, and it should come before any work.
-  if (config_.model == "gpt") {
+  if (task.data == zoo::DataKind::TextCorpus) {
     std::vector<std::filesystem::path> paths;
     if (config_.data.empty()) {
       paths = data::default_corpus_paths();
@@ -82,6 +83,7 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
     corpus_ = data::load_text_corpus(paths);
     window_generator_.manual_seed(config_.seed);
   } else {
+    GROVE_INTERNAL_ASSERT(task.data == zoo::DataKind::FashionMnist);
     const std::filesystem::path dir = config_.data.empty() ? data::default_fashion_mnist_dir()
                                                            : std::filesystem::path(config_.data);
     train_set_ = data::load_fashion_mnist(dir, data::Split::Train,
@@ -112,7 +114,7 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   // The model is initialised on the CPU from the seed (the same weights on every device), then
   // moved; the optimizer takes the moved parameters.
   manual_seed(config_.seed);
-  model_ = zoo::make_model(config_.model);
+  model_ = spec_->make();
   model_->to(config_.device);
   model_->train();
   if (world_size_ > 1) {
@@ -126,7 +128,7 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   // No more slots than steps (a huge --read-every would only take device memory).
   loss_log_ = std::make_unique<LossLog>(
       config_.device, std::min(config_.read_every, std::max<std::int64_t>(total_steps(), 1)));
-  if (config_.model == "gpt") prepare_gpt_evaluation();
+  if (task.kind == zoo::TaskKind::LanguageModel) prepare_validation_windows();
 }
 
 Trainer::~Trainer() = default;
@@ -142,10 +144,10 @@ std::int64_t Trainer::total_steps() const {
 TrainResult Trainer::run(const Callbacks& callbacks) {
   const Clock::time_point start = Clock::now();
   TrainResult result;
-  if (config_.model == "gpt") {
-    train_gpt(callbacks, result);
-  } else {
+  if (spec_->task_spec().trains_in_epochs) {
     train_classifier(callbacks, result);
+  } else {
+    train_language_model(callbacks, result);
   }
   flush_reports(result, callbacks);
   result.steps = steps_done_;
@@ -213,8 +215,8 @@ void Trainer::train_classifier(const Callbacks& callbacks, TrainResult& result) 
   }
 }
 
-void Trainer::train_gpt(const Callbacks& callbacks, TrainResult& result) {
-  const std::int64_t block = gpt_block();
+void Trainer::train_language_model(const Callbacks& callbacks, TrainResult& result) {
+  const std::int64_t block = context_length();
   while (steps_done_ < config_.steps) {
     // The global batch's windows, drawn as one process would; this rank keeps its rows.
     data::Windows windows = data::sample_windows(corpus_.train, config_.batch_size * world_size_,

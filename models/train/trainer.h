@@ -1,5 +1,5 @@
 // models::train: the training loop the `grove` program calls. A Trainer holds one run: the
-// model (zoo::make_model, built on the CPU from the seed and moved to the device), the
+// model (its registry spec's make(), built on the CPU from the seed and moved to the device), the
 // optimizer and its schedule, the data, and where the run stands (step, epoch, batch), so a
 // program can report progress, evaluate, and checkpoint between steps.
 //
@@ -9,11 +9,13 @@
 //   train::Trainer trainer(config);
 //   train::TrainResult result = trainer.run({.on_step = [](const train::StepReport& s) {...}});
 //
-// mlp and cnn train on Fashion-MNIST, an epoch at a time (batches in an order that depends on
-// the seed and the epoch only, assembled on a background thread: data::DataLoader), and are
-// evaluated on the test set after every epoch (accuracy and mean loss). gpt trains on random
-// windows of the text corpus's training part for `steps` steps and is evaluated every
-// `eval_every` steps and at the end (mean loss over fixed validation windows, and a sample).
+// What a run does follows the model's task (zoo::TaskKind, from the model registry), never its
+// name. Image classifiers (the mlp, say) train on Fashion-MNIST, an epoch at a time (batches in
+// an order that depends on the seed and the epoch only, assembled on a background thread:
+// data::DataLoader), and are evaluated on the test set after every epoch (accuracy and mean
+// loss). Language models (the gpt) train on random windows of the text corpus's training part
+// for `steps` steps and are evaluated every `eval_every` steps and at the end (mean loss over
+// fixed validation windows, and a sample drawn with the spec's generate()).
 //
 // Step reports arrive in order but late: losses are read from the device every `read_every`
 // steps (see LossLog in models/train/step.h), and each report carries its own step's figures.
@@ -55,13 +57,14 @@
 #include "models/optim/schedule.h"
 #include "models/train/config.h"
 #include "models/train/step.h"
+#include "models/zoo/registry.h"
 
 namespace grove::train {
 
 struct StepReport {
   std::int64_t step = 0;  // 1-based count of steps taken in the run
   std::int64_t total_steps = 0;
-  std::int64_t epoch = 0;  // 0-based; gpt: always 0
+  std::int64_t epoch = 0;  // 0-based; language models: always 0
   std::int64_t batch = 0;  // 0-based position in its epoch
   std::int64_t batches_per_epoch = 0;
   std::int64_t samples = 0;  // in this step's batch
@@ -76,9 +79,12 @@ struct StepReport {
 struct EvalReport {
   std::int64_t step = 0;  // steps taken when it ran
   std::int64_t epoch = 0;
-  double loss = NAN;      // mean loss: test set (mlp, cnn) or validation windows (gpt)
-  double accuracy = NAN;  // mlp, cnn: fraction of test images classified right
-  std::string sample;     // gpt: generated text (config.sample_tokens characters)
+  double loss = NAN;      // mean loss: test set (classifiers) or validation windows (language
+                          // models)
+  double accuracy = NAN;  // classifiers: fraction of test images classified right
+  std::string sample;     // language models: generated text (config.sample_tokens characters)
+  // A figure by its registry name: TestAccuracy is `accuracy`, TestLoss and ValLoss are `loss`.
+  double metric(zoo::Metric metric) const;
 };
 
 struct TrainResult {
@@ -96,10 +102,10 @@ struct TrainResult {
 // of the seed and the epoch; the schedule's rate a function of the step).
 struct RunPosition {
   std::int64_t steps_done = 0;
-  std::int64_t epoch = 0;           // mlp, cnn: the epoch in progress (or next)
-  std::int64_t next_batch = 0;      // mlp, cnn: its next batch; == batches_per_epoch: only the
-                                    // epoch's evaluation is left
-  std::uint64_t window_offset = 0;  // gpt: the window sampler's generator offset
+  std::int64_t epoch = 0;           // classifiers: the epoch in progress (or next)
+  std::int64_t next_batch = 0;      // classifiers: its next batch; == batches_per_epoch: only
+                                    // the epoch's evaluation is left
+  std::uint64_t window_offset = 0;  // language models: the window sampler's generator offset
   // The device's default generator (dropout and other random ops draw from it).
   std::uint64_t rng_seed = 0;
   std::uint64_t rng_offset = 0;
@@ -127,12 +133,14 @@ class Trainer {
   TrainResult run(const Callbacks& callbacks = {});
   // Evaluates the model now (test set or validation windows); no callback.
   EvalReport evaluate();
-  // The model's logits (eval mode, no grad) on the first `count` test images (mlp, cnn) or on
-  // the first validation windows (gpt), with those inputs, both on the CPU: for comparing
-  // grove's numbers with another framework's.
+  // The model's logits (eval mode, no grad) on the first `count` test images (classifiers) or
+  // on the first validation windows (language models), with those inputs, both on the CPU: for
+  // comparing grove's numbers with another framework's.
   std::pair<Tensor, Tensor> inputs_and_logits(std::int64_t count);
 
   const TrainConfig& config() const { return config_; }
+  // The model's registry entry (config().model's): its task, defaults and functions.
+  const zoo::ModelSpec& spec() const { return *spec_; }
   nn::Module& model() { return *model_; }
   optim::Optimizer& optimizer() { return *optimizer_; }
   std::int64_t steps_done() const { return steps_done_; }
@@ -145,7 +153,7 @@ class Trainer {
   std::int64_t batches_per_epoch() const;
   std::int64_t total_steps() const;
   graphs::CompileStats compile_stats() const { return step_->compile_stats(); }
-  // gpt: the text it trains on (empty for mlp and cnn).
+  // Language models: the text it trains on (empty for classifiers).
   const data::TextCorpus& corpus() const { return corpus_; }
   // Data-parallel training: this process's rank and the number of ranks (0 and 1 alone).
   int rank() const { return rank_; }
@@ -153,7 +161,7 @@ class Trainer {
 
  private:
   void train_classifier(const Callbacks& callbacks, TrainResult& result);
-  void train_gpt(const Callbacks& callbacks, TrainResult& result);
+  void train_language_model(const Callbacks& callbacks, TrainResult& result);
   // One step on a batch on the device; queues its report.
   void take_step(const Tensor& inputs, const Tensor& targets, std::int64_t epoch,
                  std::int64_t batch, TrainResult& result, const Callbacks& callbacks);
@@ -163,29 +171,31 @@ class Trainer {
   // This rank's rows of a global batch (all of it when training alone).
   Tensor shard(const Tensor& global) const;
   void record_eval(EvalReport report, TrainResult& result, const Callbacks& callbacks);
-  // gpt: draws the validation windows every evaluation uses (models/train/evaluate.cpp).
-  void prepare_gpt_evaluation();
-  std::int64_t gpt_block() const;  // the gpt's context length
+  // Language models: draws the validation windows every evaluation uses
+  // (models/train/evaluate.cpp).
+  void prepare_validation_windows();
+  std::int64_t context_length() const;  // a language model's window length (its spec's)
   EvalReport evaluate_classifier();
-  EvalReport evaluate_gpt();
+  EvalReport evaluate_language_model();
   std::vector<double> sum_across_ranks(std::initializer_list<Tensor> sums) const;
 
   TrainConfig config_;
+  const zoo::ModelSpec* spec_ = nullptr;  // the registry's, for config_.model
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::unique_ptr<optim::LrSchedule> schedule_;
   std::unique_ptr<nn::DistributedDataParallel> ddp_;  // data-parallel training only
-  int group_ = -1;                                      // the process group's id, or -1
+  int group_ = -1;                                    // the process group's id, or -1
   int rank_ = 0;
   int world_size_ = 1;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<LossLog> loss_log_;
   std::vector<StepReport> pending_;
 
-  // mlp, cnn
+  // Image classifiers (DataKind::FashionMnist)
   data::FashionMnist train_set_, test_set_;
   std::unique_ptr<data::DataLoader> loader_;
-  // gpt
+  // Language models (DataKind::TextCorpus)
   data::TextCorpus corpus_;
   Generator window_generator_;
   std::vector<data::Windows> eval_windows_;  // on the device

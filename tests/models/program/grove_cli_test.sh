@@ -44,6 +44,14 @@ PY
   expect_in '"test_accuracy"' eval.json
   "$grove" plot m.csv -o curve.svg 2>/dev/null
   expect_in "<svg" curve.svg
+  # A model added through the registry trains, checkpoints and evaluates as its task says.
+  "$grove" train --model resnet --device cpu --epochs 1 --train-limit 256 --test-limit 100 \
+    --checkpoint r.safetensors --json >r.json 2>rerr.txt
+  expect_in '"model":"resnet"' r.json
+  expect_in '"test_accuracy"' r.json
+  expect_in "grove train: resnet on cpu, eager, 1 epochs of 2 steps, sgd lr 0.1 " rerr.txt
+  "$grove" eval --checkpoint r.safetensors --device cpu --json >reval.json 2>/dev/null
+  expect_in '"test_loss"' reval.json
 fi
 
 # gpt: train a few steps, sample from the checkpoint.
@@ -97,7 +105,7 @@ expect_mistake() {  # expect_mistake WORDS ARGS...
   [[ $(wc -l <mistake.txt) == 1 ]] || { cat mistake.txt >&2; fail "grove $*: not one line"; }
   expect_in "$words" mistake.txt
 }
-expect_mistake "resnet" train --model resnet
+expect_mistake "vgg" train --model vgg
 expect_mistake "--bogus" train --model mlp --bogus
 expect_mistake "--epochs" train --model mlp --epochs
 expect_mistake "batch size: expected at least 1" train --model mlp --batch-size 0 --device cpu
@@ -121,5 +129,7 @@ expect_mistake "--save-logits /proc/grove-none/l.safetensors: cannot make the fo
   eval --checkpoint g.safetensors --device cpu --save-logits /proc/grove-none/l.safetensors
 if [[ $have_data == 1 ]]; then
   expect_mistake "larger than the training set" train --model mlp --batch-size 999999 --device cpu
+  expect_mistake "holds a mlp model; sampling text needs a gpt checkpoint" \
+    sample --checkpoint c.safetensors --device cpu
 fi
 echo "grove_cli_test: passed"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""grove's checkpoints in PyTorch: trains the mlp and the cnn for a few steps with the grove
-program, loads each checkpoint with safetensors.torch into the same model written in PyTorch,
+"""grove's checkpoints in PyTorch: trains the mlp, the cnn and the resnet for a few steps with the
+grove program, loads each checkpoint with safetensors.torch into the same model written in PyTorch,
 and checks that PyTorch's logits on the inputs `grove eval --save-logits` wrote equal grove's
 within 1e-5. Exits 77 (skipped) without torch and safetensors, or without Fashion-MNIST.
 
@@ -49,11 +49,34 @@ class Cnn(nn.Module):  # grove's zoo::Cnn
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+class ResidualBlock(nn.Module):  # grove's zoo::ResidualBlock
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x):
+        return F.relu(x + self.conv2(F.relu(self.conv1(x))))
+
+
+class ResNet(nn.Module):  # grove's zoo::ResNet
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 16, 3, padding=1)
+        self.block1, self.block2 = ResidualBlock(16), ResidualBlock(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.stem(x)), 2)
+        x = self.block2(self.block1(x))
+        return self.fc(F.avg_pool2d(x, 14).flatten(1))
+
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 worst = 0.0
 with tempfile.TemporaryDirectory() as work:
-    for name, model in (("mlp", Mlp()), ("cnn", Cnn())):
+    for name, model in (("mlp", Mlp()), ("cnn", Cnn()), ("resnet", ResNet())):
         checkpoint = os.path.join(work, f"{name}.safetensors")
         logits_file = os.path.join(work, f"{name}_logits.safetensors")
         run = lambda *args: subprocess.run([grove, *args], check=True, stdout=subprocess.DEVNULL,

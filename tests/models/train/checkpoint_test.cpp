@@ -1,6 +1,7 @@
 // Checkpoints of a run: a run stopped, saved and restored goes on exactly as the run that was
-// not stopped (bit for bit on the CPU, eager or graphed, mid-epoch or at an epoch's end), and
-// checkpoints of another model, of other shapes, or damaged are refused by name.
+// not stopped (bit for bit on the CPU, eager or graphed, mid-epoch or at an epoch's end; every
+// registered model in a small run), and checkpoints of another model, of other shapes, or
+// damaged are refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include "models/data/text_corpus.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
+#include "models/zoo/registry.h"
+#include "tests/models/train/small_runs.h"
 
 namespace grove::train {
 namespace {
@@ -168,6 +171,27 @@ TEST(Checkpoint, GptResumedEqualsUninterrupted) {
   if (data::default_corpus_paths().empty()) GTEST_SKIP() << "no license texts to train on";
   expect_resume_equals_uninterrupted(small_gpt(), 4, Mode::Eager);
 }
+
+// Every registered model: a small run (small_runs.h) stopped mid-way, saved, restored and run
+// to its end equals the run that was not stopped (a classifier: two epochs of 3 batches,
+// stopped in the second; a language model: 4 steps, stopped after 3).
+class EveryModelResumes : public ::testing::TestWithParam<const zoo::ModelSpec*> {};
+
+TEST_P(EveryModelResumes, ResumedEqualsUninterrupted) {
+  const zoo::ModelSpec& spec = *GetParam();
+  const std::string missing = test_runs::data_missing(spec);
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  TrainConfig config = test_runs::small_run(spec);
+  std::int64_t stop_after = 3;
+  if (spec.task_spec().trains_in_epochs) {
+    config.epochs = 2;
+    stop_after = 4;
+  }
+  expect_resume_equals_uninterrupted(config, stop_after, Mode::Eager);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, EveryModelResumes, ::testing::ValuesIn(test_runs::every_model()),
+                         test_runs::model_test_name);
 
 TEST(Checkpoint, AnotherModelOrOtherShapesAreRefused) {
   if (data::default_corpus_paths().empty()) GTEST_SKIP() << "no license texts to train on";

@@ -1,13 +1,15 @@
-// The reference models on a CUDA device: built on the CPU, moved with to(cuda(0)), they give
-// the CPU's logits within rounding, train there (gradients on the device, parameters staying
-// leaves), load state across devices, and sample. Skipped without a device.
+// The models on a CUDA device, every registered one (zoo::model_specs()): built on the CPU,
+// moved with to(cuda(0)), they give the CPU's logits within rounding, train there (gradients on
+// the device, parameters staying leaves), load state across devices; the gpt samples there.
+// Skipped without a device.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "autograd/autograd.h"
-#include "models/zoo/zoo.h"
+#include "models/zoo/gpt.h"
+#include "models/zoo/registry.h"
 #include "ops/inplace.h"
 #include "ops/random.h"
 #include "ops/softmax.h"
@@ -16,9 +18,19 @@
 namespace grove::zoo {
 namespace {
 
-// Inputs of each model's real shape (made on the CPU, copied where needed).
-Tensor inputs_for(const std::string& name) {
-  return name == "gpt" ? ops::randint(0, 128, {2, 64}) : ops::randn({8, 1, 28, 28});
+// Inputs of each model's real shape, by its task (made on the CPU, copied where needed): 8
+// images, or 2 windows of the model's whole context.
+Tensor inputs_for(const ModelSpec& spec, const nn::Module& model) {
+  if (spec.task == TaskKind::LanguageModel) {
+    return ops::randint(0, 128, {2, spec.context_length(model)});
+  }
+  return ops::randn({8, 1, 28, 28});
+}
+
+// Targets for those inputs: the next tokens, or labels.
+Tensor targets_for(const ModelSpec& spec, const Tensor& inputs) {
+  if (spec.task == TaskKind::LanguageModel) return ops::randint(0, 128, inputs.sizes());
+  return ops::randint(0, 10, {inputs.size(0)});
 }
 
 double largest_difference(const Tensor& a, const Tensor& b) {
@@ -30,11 +42,12 @@ double largest_difference(const Tensor& a, const Tensor& b) {
 
 TEST(CudaZoo, MovedModelsGiveTheCpuLogits) {
   if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const std::string name : {"mlp", "cnn", "gpt"}) {
+  for (const ModelSpec& spec : model_specs()) {
+    const std::string name = spec.name;
     manual_seed(41);
-    const auto cpu_model = make_model(name);
+    const auto cpu_model = spec.make();
     manual_seed(41);
-    const auto gpu_model = make_model(name);
+    const auto gpu_model = spec.make();
     gpu_model->to(cuda(0));
     for (const auto& [parameter_name, parameter] : gpu_model->named_parameters()) {
       EXPECT_EQ(parameter.device(), cuda(0)) << parameter_name;
@@ -43,7 +56,7 @@ TEST(CudaZoo, MovedModelsGiveTheCpuLogits) {
     for (const auto& [buffer_name, buffer] : gpu_model->named_buffers()) {
       EXPECT_EQ(buffer.device(), cuda(0)) << buffer_name;  // the GPT's causal masks
     }
-    const Tensor x = inputs_for(name);
+    const Tensor x = inputs_for(spec, *cpu_model);
     // float32 on both sides (TF32 off by default), other summation orders: logits of size ~1
     // agree within 1e-4.
     EXPECT_LT(largest_difference(cpu_model->forward(x), gpu_model->forward(x.to(cuda(0)))), 1e-4)
@@ -53,13 +66,14 @@ TEST(CudaZoo, MovedModelsGiveTheCpuLogits) {
 
 TEST(CudaZoo, TrainsOnTheDeviceAndLoadsStateAcrossDevices) {
   if (!cuda_is_available()) GTEST_SKIP() << "no CUDA device";
-  for (const std::string name : {"mlp", "cnn", "gpt"}) {
+  for (const ModelSpec& spec : model_specs()) {
+    const std::string name = spec.name;
     manual_seed(42);
-    const auto model = make_model(name);
+    const auto model = spec.make();
+    const Tensor x_cpu = inputs_for(spec, *model);
+    const Tensor targets = targets_for(spec, x_cpu).to(cuda(0));
     model->to(cuda(0));
-    const Tensor x = inputs_for(name).to(cuda(0));
-    const Tensor targets =
-        (name == "gpt" ? ops::randint(0, 128, {2, 64}) : ops::randint(0, 10, {8})).to(cuda(0));
+    const Tensor x = x_cpu.to(cuda(0));
     std::vector<float> losses;
     for (int step = 0; step < 3; ++step) {
       model->zero_grad();
@@ -76,7 +90,7 @@ TEST(CudaZoo, TrainsOnTheDeviceAndLoadsStateAcrossDevices) {
     }
     EXPECT_LT(losses.back(), losses.front()) << name;
     // The trained state, loaded into a CPU model, gives the device model's logits.
-    const auto cpu_model = make_model(name);
+    const auto cpu_model = spec.make();
     cpu_model->load_state_dict(model->state_dict());
     EXPECT_LT(largest_difference(cpu_model->forward(x.to(kCPU)), model->forward(x)), 1e-4) << name;
   }

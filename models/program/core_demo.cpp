@@ -1,6 +1,6 @@
 // A printed tour of the core layer, run by `grove demo`. Every step checks its result, so the
 // demo fails loudly (non-zero exit) if the core misbehaves.
-#include "models/core_demo.h"
+#include "models/program/core_demo.h"
 
 #include "core/caching_allocator.h"
 #include "core/device_graph.h"
