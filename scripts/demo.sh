@@ -14,3 +14,4 @@ mkdir -p runs
 "$grove" plot runs/mlp.csv -o runs/mlp.svg
 "$grove" eval --checkpoint runs/mlp.safetensors
 echo "grove: metrics in runs/mlp.csv, their plot in runs/mlp.svg, the checkpoint in runs/mlp.safetensors"
+echo "grove: the program is $grove; put it on PATH with: export PATH=\"$PWD/build/models/program:\$PATH\""

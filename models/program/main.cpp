@@ -5,7 +5,8 @@
 //   grove plot METRICS.csv -o curve.svg   draw a run's metrics
 //   grove info                            build options, devices, library versions
 //   grove demo                            a tour of the core layer
-// `grove <command> --help` lists a command's options.
+// `grove <command> --help` lists a command's options; `grove --version` prints the version (the
+// project's, CMakeLists.txt).
 #include <iostream>
 
 #include "core/error.h"
@@ -13,6 +14,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"grove: train small models, eagerly or as device graphs", "grove"};
+  app.set_version_flag("--version", "grove " GROVE_VERSION);
   grove::program::add_commands(app);
   // A user's mistake (an unknown command, model or flag, a missing or bad value, missing data, a
   // device that is not there, a checkpoint that does not fit) ends with one line saying what is
@@ -34,6 +36,8 @@ int main(int argc, char** argv) {
     return app.exit(help);
   } catch (const CLI::CallForAllHelp& help) {
     return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
   } catch (const CLI::RuntimeError& stopped) {
     return stopped.get_exit_code();
   } catch (const CLI::ParseError& error) {

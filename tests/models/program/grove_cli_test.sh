@@ -95,6 +95,10 @@ for delay in 0.7 1.1 1.6; do
     { cat kerr.txt >&2; fail "the checkpoint after SIGKILL ($delay s) does not load"; }
 done
 
+# --version: the project's version, exit code 0.
+"$grove" --version >version.txt || fail "grove --version exited non-zero"
+grep -Eq '^grove [0-9]+\.[0-9]+\.[0-9]+$' version.txt || { cat version.txt >&2; fail "grove --version"; }
+
 # Mistakes: one line saying what is wrong, exit code 2.
 expect_mistake() {  # expect_mistake WORDS ARGS...
   local words=$1
