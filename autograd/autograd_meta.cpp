@@ -14,13 +14,11 @@ namespace grove::autograd {
 // it, so one thread never replaces (and frees) what another has just made and is using. The
 // check before the lock only skips it once the data exists; it is never removed while the
 // tensor has a strong handle.
+// See Note [Autograd metadata is published once] in core/tensor_impl.h.
 AutogradMeta& ensure_meta(const Tensor& tensor) {
   if (AutogradMeta* meta = meta_of(tensor)) return *meta;
-  static std::mutex making;
-  const std::lock_guard lock(making);
-  if (AutogradMeta* meta = meta_of(tensor)) return *meta;  // another thread made it first
-  tensor.set_autograd_meta(std::make_unique<AutogradMeta>());
-  return *meta_of(tensor);
+  return *static_cast<AutogradMeta*>(
+      tensor.install_autograd_meta(std::make_unique<AutogradMeta>()));
 }
 
 void set_history(const Tensor& tensor, NodePtr node, std::uint32_t output_nr) {

@@ -95,8 +95,8 @@ class Tensor {
     return meta == nullptr || meta->is_leaf();
   }
   AutogradMetaInterface* autograd_meta() const { return checked().autograd_meta(); }
-  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) const {
-    checked().set_autograd_meta(std::move(meta));
+  AutogradMetaInterface* install_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) const {
+    return checked().install_autograd_meta(std::move(meta));
   }
 
   // --- autograd (declared here for PyTorch's spelling; defined by grove_autograd in

@@ -13,6 +13,7 @@
 // written to (several elements share one memory location); in-place ops refuse them.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -24,6 +25,16 @@
 namespace grove {
 
 // Opaque slot for autograd's per-tensor data (grad_fn, grad, hooks); defined by autograd/.
+//
+// Note [Autograd metadata is published once]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A tensor's autograd metadata is made on first need, and two threads may need it at once: two
+// threads running ops on one shared parameter both ask for its gradient accumulator. The slot
+// is an atomic pointer that goes from null to its metadata exactly once (a compare-and-swap in
+// install_autograd_meta; the loser deletes its own copy and uses the winner's) and then never
+// changes until the tensor is released, so readers need one acquire load and no lock: the load
+// sees either null or metadata that is fully built. What is inside the metadata (grad, hooks,
+// the accumulator) has its own rules (autograd/autograd_meta.h).
 class AutogradMetaInterface {
  public:
   virtual ~AutogradMetaInterface() = default;
@@ -54,17 +65,30 @@ class TensorImpl final : public IntrusiveTarget {
 
   bool requires_grad() const { return requires_grad_; }
   void set_requires_grad(bool requires_grad) { requires_grad_ = requires_grad; }
-  AutogradMetaInterface* autograd_meta() const { return autograd_meta_.get(); }
-  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) {
-    autograd_meta_ = std::move(meta);
+  // See Note [Autograd metadata is published once].
+  AutogradMetaInterface* autograd_meta() const {
+    return autograd_meta_.load(std::memory_order_acquire);
   }
+  // Installs `meta` unless the tensor has metadata already, and returns the tensor's metadata:
+  // `meta` itself, or the one another thread installed first (`meta` is then deleted).
+  AutogradMetaInterface* install_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) {
+    AutogradMetaInterface* expected = nullptr;
+    if (autograd_meta_.compare_exchange_strong(expected, meta.get(), std::memory_order_acq_rel,
+                                               std::memory_order_acquire)) {
+      return meta.release();
+    }
+    return expected;
+  }
+  ~TensorImpl() override { delete autograd_meta_.load(std::memory_order_relaxed); }
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
 
  protected:
   // Weak handles (autograd's retain_grad hook holds one) may outlive the last strong one; the
   // memory and the autograd data go with the last strong handle, so a weak handle keeps
   // neither the data nor the tensor's graph alive.
   void release_resources() override {
-    autograd_meta_.reset();
+    delete autograd_meta_.exchange(nullptr, std::memory_order_acq_rel);
     storage_.reset();
   }
 
@@ -77,7 +101,8 @@ class TensorImpl final : public IntrusiveTarget {
   DType dtype_;
   bool is_contiguous_;
   bool requires_grad_ = false;
-  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
+  // Owned; see Note [Autograd metadata is published once].
+  std::atomic<AutogradMetaInterface*> autograd_meta_{nullptr};
 };
 
 // Row-major strides for `sizes`.

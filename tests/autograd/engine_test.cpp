@@ -2,11 +2,14 @@
 // retain_graph, grad(), grad mode, detach, hooks, and the errors users can cause.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/autograd_meta.h"
 #include "ops/dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
@@ -483,6 +486,29 @@ TEST(Engine, LeafSharedByGraphsOnTwoThreadsAccumulatesEveryGradient) {
   a.join();
   b.join();
   EXPECT_EQ(w.grad().to_vector<float>(), std::vector<float>(16, 4000.0f));
+}
+
+// Note [Autograd metadata is published once]: threads that first need a tensor's metadata at the
+// same moment all get the one that was installed (run under ThreadSanitizer, no race either).
+TEST(Engine, ThreadsMakingATensorsMetadataAtOnceShareOne) {
+  constexpr int kThreads = 8;
+  for (int round = 0; round < 50; ++round) {
+    const Tensor t = from_vector<float>({1.0f, 2.0f});
+    std::vector<AutogradMeta*> seen(kThreads, nullptr);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) {
+        }
+        seen[static_cast<std::size_t>(i)] = &ensure_meta(t);
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (AutogradMeta* meta : seen) EXPECT_EQ(meta, seen[0]);
+    EXPECT_EQ(meta_of(t), seen[0]);
+  }
 }
 
 TEST(Engine, InPlaceIntoAViewMadeWithoutGradIsRefused) {
