@@ -8,14 +8,9 @@
 
 #include <cstdint>
 
+#include "core/host_device.h"
 #include "ops/attributes.h"
 #include "ops/dispatch.h"
-
-#ifdef __CUDACC__
-#define GROVE_HOST_DEVICE __host__ __device__
-#else
-#define GROVE_HOST_DEVICE
-#endif
 
 namespace grove::ops {
 

@@ -7,11 +7,7 @@
 
 #include <type_traits>
 
-#ifdef __CUDACC__
-#define GROVE_HOST_DEVICE __host__ __device__
-#else
-#define GROVE_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace grove::ops {
 
