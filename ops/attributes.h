@@ -281,6 +281,12 @@ struct RandintAttributes {
   DimVector sizes;
   Generator* generator = nullptr;
 
+  // How many values are drawn from, high - low: it may not fit an int64 (e.g. [-2^62, 2^62]); it
+  // always fits a uint64. A value is low + bits % range, in uint64.
+  std::uint64_t range() const {
+    return static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
+  }
+
   OpAttributes to_attributes() const;
   static RandintAttributes from(const OpAttributes& attributes);
   std::string describe() const;

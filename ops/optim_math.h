@@ -8,15 +8,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/host_device.h"
 #include "core/strided_loop.h"
 #include "ops/attributes.h"
 #include "ops/dispatch.h"
-
-#ifdef __CUDACC__
-#define GROVE_HOST_DEVICE __host__ __device__
-#else
-#define GROVE_HOST_DEVICE
-#endif
 
 namespace grove::ops {
 

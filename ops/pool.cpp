@@ -7,6 +7,7 @@
 #include "ops/cuda/pool.h"
 #include "ops/dispatch.h"
 #include "ops/op_table.h"
+#include "ops/pool_geometry.h"
 
 namespace grove::ops {
 namespace {
@@ -46,8 +47,8 @@ DimVector pooled_sizes(const OpCall& call, IntArrayRef sizes, DType dtype,
                  ", ", a.kernel[1], ") is larger than the padded input (", height, ", ", width,
                  "), so the output would be empty");
   DimVector pooled(sizes);
-  pooled[pooled.size() - 2] = (height - a.kernel[0]) / a.stride[0] + 1;
-  pooled[pooled.size() - 1] = (width - a.kernel[1]) / a.stride[1] + 1;
+  pooled[pooled.size() - 2] = pooled_extent(height, a.kernel[0], a.stride[0]);
+  pooled[pooled.size() - 1] = pooled_extent(width, a.kernel[1], a.stride[1]);
   return pooled;
 }
 

@@ -12,6 +12,7 @@
 #include "core/strided_loop.h"
 #include "ops/attributes.h"
 #include "ops/broadcast.h"
+#include "ops/wrapping.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -163,20 +164,6 @@ void run_binary(const OpCall& call, const Tensor& out, Fn fn) {
       }
     });
   });
-}
-
-// Integer arithmetic wraps around (two's complement) instead of overflowing, which would be
-// undefined behaviour: it is computed in the unsigned type and converted back.
-template <typename T>
-T wrapping(T a, T b, char op) {
-  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    using U = std::make_unsigned_t<T>;
-    const U x = static_cast<U>(a);
-    const U y = static_cast<U>(b);
-    return static_cast<T>(op == '+' ? U(x + y) : op == '-' ? U(x - y) : U(x * y));
-  } else {
-    return op == '+' ? T(a + b) : op == '-' ? T(a - b) : T(a * b);
-  }
 }
 
 template <typename T>

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "ops/attributes.h"
+#include "ops/norm_inputs.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -97,21 +98,16 @@ void parameter_grad_columns(const LayerNormBackwardPlan<T>& plan) {
 }  // namespace
 
 void layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const bool has_weight = attributes.has_weight;
-  const std::size_t bias_index = has_weight ? 2 : 1;
-  const Tensor x = call.input(0).contiguous();
-  const Tensor weight = has_weight ? call.input(1).contiguous() : Tensor();
-  const Tensor bias =
-      call.inputs.size() > bias_index ? call.input(bias_index).contiguous() : Tensor();
-  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();                    // M: rows
+  const NormInputs inputs = norm_inputs(call, outputs);
+  const Tensor& x = inputs.x;
+  const std::int64_t n = inputs.n, m = inputs.m;
   if (m == 0) return;
-  const double eps = attributes.eps;
+  const double eps = inputs.attributes.eps;
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
-    const T* w = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
-    const T* b = bias.defined() ? static_cast<const T*>(bias.data_ptr()) : nullptr;
+    const T* w =
+        inputs.weight.defined() ? static_cast<const T*>(inputs.weight.data_ptr()) : nullptr;
+    const T* b = inputs.bias.defined() ? static_cast<const T*>(inputs.bias.data_ptr()) : nullptr;
     T* y = static_cast<T*>(outputs[0].data_ptr());
     T* mean_out = static_cast<T*>(outputs[1].data_ptr());
     T* rstd_out = static_cast<T*>(outputs[2].data_ptr());

@@ -19,6 +19,7 @@
 #include "ops/attributes.h"
 #include "ops/cpu/softmax.h"
 #include "ops/cpu/softmax_rows.h"
+#include "ops/loss_layout.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -30,29 +31,16 @@ constexpr std::int64_t kParallelElements = std::int64_t{1} << 15;
 // cross_entropy sums its rows' losses in this many blocks, then adds the blocks in order.
 constexpr int kLossBlocks = 64;
 
-// The (N, C) scores and (N) targets of a loss, as raw pointers and strides.
+// The loss's inputs (ops/loss_layout.h) and their dtype, for the targets' error messages.
 template <typename T>
-struct LossArgs {
-  const T* scores;
-  std::int64_t rows, classes, row_stride, class_stride;
-  const std::int64_t* targets;
-  std::int64_t target_stride, ignore_index;
+struct LossArgs : LossLayout<T> {
   DType dtype;
 };
 
 template <typename T>
 LossArgs<T> loss_args(const OpCall& call) {
   const Tensor& scores = call.input(0);
-  const Tensor& targets = call.input(1);
-  return {static_cast<const T*>(scores.data_ptr()),
-          scores.size(0),
-          scores.size(1),
-          scores.stride(0),
-          scores.stride(1),
-          static_cast<const std::int64_t*>(targets.data_ptr()),
-          targets.stride(0),
-          LossAttributes::from(call.attributes).ignore_index,
-          scores.dtype()};
+  return {loss_layout<T>(call, scores, call.input(1)), scores.dtype()};
 }
 
 template <typename T>
@@ -137,13 +125,9 @@ namespace {
 
 // What the kernels capture: trivially copyable (Note [CPU streams simulate CUDA capture]).
 template <typename T>
-struct LossBackwardPlan {
+struct LossBackwardPlan : LossLayout<T> {
   const T* grad = nullptr;  // 0-d
-  const T* scores = nullptr;
-  std::int64_t rows = 0, classes = 0, row_stride = 0, class_stride = 0;
-  const std::int64_t* targets = nullptr;
-  std::int64_t target_stride = 0, ignore_index = 0;
-  const T* lse = nullptr;  // (N), cross_entropy_backward only
+  const T* lse = nullptr;   // (N), cross_entropy_backward only
   std::int64_t lse_stride = 0;
   T* out = nullptr;  // (N, C), contiguous
   DType dtype = DType::Float32;
@@ -183,17 +167,8 @@ void run_loss_backward(const LossBackwardPlan<T>& plan) {
 template <typename T>
 void launch_loss_backward(const OpCall& call, const Tensor& out) {
   const Tensor& scores = call.input(1);
-  const Tensor& targets = call.input(2);
-  LossBackwardPlan<T> plan;
+  LossBackwardPlan<T> plan{loss_layout<T>(call, scores, call.input(2))};
   plan.grad = static_cast<const T*>(call.input(0).data_ptr());
-  plan.scores = static_cast<const T*>(scores.data_ptr());
-  plan.rows = scores.size(0);
-  plan.classes = scores.size(1);
-  plan.row_stride = scores.stride(0);
-  plan.class_stride = scores.stride(1);
-  plan.targets = static_cast<const std::int64_t*>(targets.data_ptr());
-  plan.target_stride = targets.stride(0);
-  plan.ignore_index = LossAttributes::from(call.attributes).ignore_index;
   plan.cross_entropy = call.kind == OpKind::CrossEntropyBackward;
   if (plan.cross_entropy) {
     plan.lse = static_cast<const T*>(call.input(3).data_ptr());

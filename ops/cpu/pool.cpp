@@ -15,6 +15,7 @@
 
 #include "ops/attributes.h"
 #include "ops/cpu/embedding.h"
+#include "ops/pool_geometry.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -22,57 +23,25 @@ namespace {
 // Pooling is memory-bound and cheap per element: below this many window reads, one thread.
 constexpr std::int64_t kMinParallelPoolWork = std::int64_t{1} << 16;
 
-// What a pooling kernel captures: trivially copyable (Note [CPU streams simulate CUDA capture]).
+// What a pooling kernel captures: the window and the input's planes (ops/pool_geometry.h) and
+// the data; trivially copyable (Note [CPU streams simulate CUDA capture]).
 template <typename T>
-struct PoolPlan {
+struct PoolPlan : PoolGeometry {
   const T* input = nullptr;
-  std::int64_t channels = 0, height = 0, width = 0;
-  std::int64_t batch_stride = 0, channel_stride = 0, row_stride = 0, column_stride = 0;
   T* output = nullptr;              // (planes, out_h, out_w), contiguous
   std::int64_t* indices = nullptr;  // the same, max_pool2d only
-  std::int64_t planes = 0, out_h = 0, out_w = 0;
-  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
+  std::int64_t planes = 0;
 };
 
 template <typename T>
 PoolPlan<T> make_plan(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& input = call.input(0);
-  const Pool2dAttributes window = Pool2dAttributes::from(call.attributes);
-  const bool batched = input.dim() == 4;
-  PoolPlan<T> plan;
+  PoolPlan<T> plan{pool_geometry(call, outputs[0])};
   plan.input = static_cast<const T*>(input.data_ptr());
-  plan.channels = input.size(-3);
-  plan.height = input.size(-2);
-  plan.width = input.size(-1);
-  plan.batch_stride = batched ? input.stride(0) : 0;
-  plan.channel_stride = input.stride(-3);
-  plan.row_stride = input.stride(-2);
-  plan.column_stride = input.stride(-1);
   plan.output = static_cast<T*>(outputs[0].data_ptr());
   if (outputs.size() == 2) plan.indices = static_cast<std::int64_t*>(outputs[1].data_ptr());
-  plan.planes = (batched ? input.size(0) : 1) * plan.channels;
-  plan.out_h = outputs[0].size(-2);
-  plan.out_w = outputs[0].size(-1);
-  plan.kernel_h = window.kernel[0];
-  plan.kernel_w = window.kernel[1];
-  plan.stride_h = window.stride[0];
-  plan.stride_w = window.stride[1];
-  plan.padding_h = window.padding[0];
-  plan.padding_w = window.padding[1];
+  plan.planes = (input.dim() == 4 ? input.size(0) : 1) * plan.channels;
   return plan;
-}
-
-// One axis of a pooling window: output position `out` covers input positions [begin, end)
-// (clipped to the input) and `padded` positions of the padded input (what count_include_pad
-// divides by).
-struct WindowSpan {
-  std::int64_t begin, end, padded;
-};
-WindowSpan window_span(std::int64_t out, std::int64_t stride, std::int64_t padding,
-                       std::int64_t kernel, std::int64_t extent) {
-  const std::int64_t start = out * stride - padding;
-  return {std::max<std::int64_t>(start, 0), std::min(start + kernel, extent),
-          std::min(start + kernel, extent + padding) - start};
 }
 
 // Calls body(plane_input, plane_index) for every plane, on several threads when it pays.
@@ -126,8 +95,8 @@ void run_max_pool(const PoolPlan<T>& plan) {
       std::int64_t* indices = plan.indices + p * out_h * out_w;
       for (std::int64_t oy = 0; oy < out_h; ++oy) {
         const T* row0 = input + 2 * oy * row_stride;
-        max_pool_2x2_row(row0, row0 + row_stride, out_w, 2 * oy * width, width,
-                         values + oy * out_w, indices + oy * out_w);
+        max_pool_2x2_row(row0, row0 + row_stride, out_w, 2 * oy * width, width, values + oy * out_w,
+                         indices + oy * out_w);
       }
     });
     return;
@@ -189,37 +158,27 @@ void run_avg_pool(const PoolPlan<T>& plan) {
   });
 }
 
-// What a backward kernel captures: trivially copyable.
+// What a backward kernel captures: the window and planes (its strides unused) and the data;
+// trivially copyable.
 template <typename T>
-struct PoolBackwardPlan {
+struct PoolBackwardPlan : PoolGeometry {
   const T* grad = nullptr;                // (planes, out_h, out_w), contiguous
   const std::int64_t* indices = nullptr;  // the same, max_pool2d_backward only
   T* grad_input = nullptr;                // (planes, height, width), the output
-  std::int64_t planes = 0, height = 0, width = 0, out_h = 0, out_w = 0;
-  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
-  IndexShape index_shape;  // for errors
+  std::int64_t planes = 0;
+  IndexShape index_shape{};  // for errors
 };
 
 template <typename T>
 PoolBackwardPlan<T> make_backward_plan(const OpCall& call, const Tensor& grad,
                                        const Tensor& grad_input) {
-  PoolBackwardPlan<T> plan;
+  // max_pool2d_backward has no window: its gradient follows the indices.
+  const PoolGeometry window =
+      call.kind == OpKind::AvgPool2dBackward ? window_geometry(call.attributes) : PoolGeometry{};
+  PoolBackwardPlan<T> plan{backward_geometry(window, grad, grad_input)};
   plan.grad = static_cast<const T*>(grad.data_ptr());
   plan.grad_input = static_cast<T*>(grad_input.data_ptr());
-  plan.height = grad_input.size(-2);
-  plan.width = grad_input.size(-1);
   plan.planes = plan.height * plan.width == 0 ? 0 : grad_input.numel() / (plan.height * plan.width);
-  plan.out_h = grad.size(-2);
-  plan.out_w = grad.size(-1);
-  if (call.kind == OpKind::AvgPool2dBackward) {
-    const Pool2dAttributes window = Pool2dAttributes::from(call.attributes);
-    plan.kernel_h = window.kernel[0];
-    plan.kernel_w = window.kernel[1];
-    plan.stride_h = window.stride[0];
-    plan.stride_w = window.stride[1];
-    plan.padding_h = window.padding[0];
-    plan.padding_w = window.padding[1];
-  }
   return plan;
 }
 

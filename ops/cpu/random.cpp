@@ -81,9 +81,7 @@ void randint(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& out = outputs[0];
   const RandintAttributes attributes = RandintAttributes::from(call.attributes);
   const std::int64_t low = attributes.low;
-  // high - low may not fit an int64 (e.g. [-2^62, 2^62]); it always fits a uint64.
-  const std::uint64_t range =
-      static_cast<std::uint64_t>(attributes.high) - static_cast<std::uint64_t>(low);
+  const std::uint64_t range = attributes.range();
   const PhiloxArgs args = detail::reserve_philox(call, out.device(), ceil_div(out.numel(), 2));
   if (out.numel() == 0) return;
   const StridedLoop<1> loop = loop_over(out, "randint");

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "ops/attributes.h"
+#include "ops/norm_inputs.h"
 
 namespace grove::ops::cpu {
 namespace {
@@ -79,16 +80,15 @@ void weight_grad_columns(const RmsNormBackwardPlan<T>& plan) {
 }  // namespace
 
 void rms_norm(const OpCall& call, const OpOutputs& outputs) {
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor x = call.input(0).contiguous();
-  const Tensor weight = attributes.has_weight ? call.input(1).contiguous() : Tensor();
-  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();                    // M: rows
+  const NormInputs inputs = norm_inputs(call, outputs);
+  const Tensor& x = inputs.x;
+  const std::int64_t n = inputs.n, m = inputs.m;
   if (m == 0) return;
-  const double eps = attributes.eps;
+  const double eps = inputs.attributes.eps;
   dispatch_floating(x.dtype(), "rms_norm", [&]<typename T>() {
     const T* in = static_cast<const T*>(x.data_ptr());
-    const T* w = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+    const T* w =
+        inputs.weight.defined() ? static_cast<const T*>(inputs.weight.data_ptr()) : nullptr;
     T* y = static_cast<T*>(outputs[0].data_ptr());
     T* rrms_out = static_cast<T*>(outputs[1].data_ptr());
     launch_cpu(current_stream(x.device()), [=] {

@@ -21,6 +21,7 @@
 #include "ops/broadcast.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_loop.cuh"
+#include "ops/wrapping.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -62,20 +63,6 @@ __device__ inline float pow_of(float v, float e) {
 }
 __device__ inline double pow_of(double v, double e) {
   return ::pow(v, e);
-}
-
-// Integer arithmetic wraps around (two's complement), computed in the unsigned type, as on the
-// CPU.
-template <typename T>
-__device__ inline T wrapping(T a, T b, char op) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    const U x = static_cast<U>(a);
-    const U y = static_cast<U>(b);
-    return static_cast<T>(op == '+' ? U(x + y) : op == '-' ? U(x - y) : U(x * y));
-  } else {
-    return op == '+' ? T(a + b) : op == '-' ? T(a - b) : T(a * b);
-  }
 }
 
 // grad * gelu'(x); the formulas of ops/elementwise.h.

@@ -25,6 +25,7 @@
 #include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/layer_norm.h"
+#include "ops/norm_inputs.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -119,15 +120,8 @@ struct ParameterGradResult {
 
 template <typename T>
 void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const bool has_weight = attributes.has_weight;
-  const std::size_t bias_index = has_weight ? 2 : 1;
-  const Tensor x = call.input(0).contiguous();
-  const Tensor weight = has_weight ? call.input(1).contiguous() : Tensor();
-  const Tensor bias =
-      call.inputs.size() > bias_index ? call.input(bias_index).contiguous() : Tensor();
-  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();                    // M: rows
+  const NormInputs inputs = norm_inputs(call, outputs);
+  const std::int64_t n = inputs.n, m = inputs.m;
   if (m == 0) return;
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
@@ -135,9 +129,10 @@ void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
   const bool warp_rows = n <= kMaxWarpFeatures;
   auto kernel = warp_rows ? layer_norm_rows<T, true> : layer_norm_rows<T, false>;
   kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
-      static_cast<const T*>(x.data_ptr()), data_or_null<T>(weight), data_or_null<T>(bias),
-      static_cast<T*>(outputs[0].data_ptr()), static_cast<T*>(outputs[1].data_ptr()),
-      static_cast<T*>(outputs[2].data_ptr()), m, n, attributes.eps);
+      static_cast<const T*>(inputs.x.data_ptr()), data_or_null<T>(inputs.weight),
+      data_or_null<T>(inputs.bias), static_cast<T*>(outputs[0].data_ptr()),
+      static_cast<T*>(outputs[1].data_ptr()), static_cast<T*>(outputs[2].data_ptr()), m, n,
+      inputs.attributes.eps);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -37,6 +37,7 @@
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/softmax.h"
+#include "ops/loss_layout.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -47,26 +48,15 @@ constexpr std::int64_t kMaxWarpClasses = 1024;
 // gradients.
 constexpr int kFinishThreads = 512;
 
-// The (N, C) scores and (N) targets of a loss, as raw pointers and strides.
+// The loss's inputs (ops/loss_layout.h) and where bad targets are reported.
 template <typename T>
-struct LossArgs {
-  const T* scores;
-  std::int64_t rows, classes, row_stride, class_stride;
-  const std::int64_t* targets;
-  std::int64_t target_stride, ignore_index;
-  cuda_backend::DeviceErrorSite errors;  // where bad targets are reported
+struct LossArgs : LossLayout<T> {
+  cuda_backend::DeviceErrorSite errors;
 };
 
 template <typename T>
 LossArgs<T> loss_args(const OpCall& call, const Tensor& scores, const Tensor& targets) {
-  return {static_cast<const T*>(scores.data_ptr()),
-          scores.size(0),
-          scores.size(1),
-          scores.stride(0),
-          scores.stride(1),
-          static_cast<const std::int64_t*>(targets.data_ptr()),
-          targets.stride(0),
-          LossAttributes::from(call.attributes).ignore_index,
+  return {loss_layout<T>(call, scores, targets),
           cuda_backend::device_error_site(scores.device(), op_name(call.kind).data(), "target",
                                           "0 <= target < {bound} (the classes) or ignore_index")};
 }

@@ -2,9 +2,10 @@
 // they match exactly.
 //
 // Forward: one thread per output element (grid-stride), looping over its window clipped to the
-// input as window_span says, reading the input through its strides. Max: strict `>` so the first
-// maximum in row-major window order wins, and every NaN takes over (so the last NaN's index is
-// kept), as on the CPU. Avg: the sum in double, divided by the padded window's size.
+// input as window_span (ops/pool_geometry.h) says, reading the input through its strides. Max:
+// strict `>` so the first maximum in row-major window order wins, and every NaN takes over (so the
+// last NaN's index is kept), as on the CPU. Avg: the sum in double, divided by the padded window's
+// size.
 //
 // avg_pool2d_backward gathers: one thread per input element, which visits the windows covering
 // it in (oy, ox) order and adds their shares (grad / divisor, rounded to T) in T, starting from
@@ -31,34 +32,12 @@
 #include "ops/attributes.h"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/pool.h"
+#include "ops/pool_geometry.h"
 
 namespace grove::ops::cuda {
 namespace {
 
 constexpr int kWarp = 32;
-
-// The window attributes and plane sizes, trivially copyable for the kernels.
-struct PoolGeometry {
-  std::int64_t channels = 1, height = 0, width = 0, out_h = 0, out_w = 0;
-  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, padding_h = 0, padding_w = 0;
-  // The forward input's strides (batch_stride 0 for a 3-d input).
-  std::int64_t batch_stride = 0, channel_stride = 0, row_stride = 0, column_stride = 0;
-};
-
-// ops/cpu/pool.cpp's WindowSpan: output position `out` covers input [begin, end), and `padded`
-// positions of the padded input.
-template <typename Index>
-struct WindowSpan {
-  Index begin, end, padded;
-};
-template <typename Index>
-__device__ inline WindowSpan<Index> window_span(Index out, Index stride, Index padding,
-                                                Index kernel, Index extent) {
-  const Index start = out * stride - padding;
-  const Index end = start + kernel < extent ? start + kernel : extent;
-  const Index padded_end = start + kernel < extent + padding ? start + kernel : extent + padding;
-  return {start > 0 ? start : Index(0), end, padded_end - start};
-}
 
 // The window of output element i (of (planes, out_h, out_w) in row-major order): its input
 // plane, and its rows and columns clipped to the input.
@@ -215,18 +194,6 @@ bool loop_fits_int32(std::int64_t total) {
   return total + kMaxBlocks * kThreads < INT_MAX;
 }
 
-PoolGeometry window_geometry(const OpAttributes& attributes) {
-  const Pool2dAttributes window = Pool2dAttributes::from(attributes);
-  PoolGeometry g;
-  g.kernel_h = window.kernel[0];
-  g.kernel_w = window.kernel[1];
-  g.stride_h = window.stride[0];
-  g.stride_w = window.stride[1];
-  g.padding_h = window.padding[0];
-  g.padding_w = window.padding[1];
-  return g;
-}
-
 // outputs: values (and for max_pool2d indices) of shape (*, out_h, out_w), contiguous.
 template <typename T>
 void launch_pool(const OpCall& call, const OpOutputs& outputs) {
@@ -234,17 +201,7 @@ void launch_pool(const OpCall& call, const OpOutputs& outputs) {
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const Tensor& input = call.input(0);
-  PoolGeometry g = window_geometry(call.attributes);
-  const bool batched = input.dim() == 4;
-  g.channels = input.size(-3);
-  g.height = input.size(-2);
-  g.width = input.size(-1);
-  g.out_h = out.size(-2);
-  g.out_w = out.size(-1);
-  g.batch_stride = batched ? input.stride(0) : 0;
-  g.channel_stride = input.stride(-3);
-  g.row_stride = input.stride(-2);
-  g.column_stride = input.stride(-1);
+  const PoolGeometry g = pool_geometry(call, out);
   // The farthest element any thread reads (strides are >= 0 for grove's views).
   std::int64_t farthest = 0;
   for (std::int64_t d = 0; d < input.dim(); ++d) farthest += (input.size(d) - 1) * input.stride(d);
@@ -279,11 +236,7 @@ void launch_avg_backward(const OpCall& call, const Tensor& out) {
   const std::int64_t total = out.numel();
   if (total == 0) return;
   const Tensor grad = call.input(0).contiguous();
-  PoolGeometry g = window_geometry(call.attributes);
-  g.height = out.size(-2);
-  g.width = out.size(-1);
-  g.out_h = grad.size(-2);
-  g.out_w = grad.size(-1);
+  const PoolGeometry g = backward_geometry(window_geometry(call.attributes), grad, out);
   const cuda_backend::DeviceGuard guard(out.device());
   const cudaStream_t stream = stream_of(out);
   const T* grad_data = static_cast<const T*>(grad.data_ptr());

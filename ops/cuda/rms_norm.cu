@@ -19,6 +19,7 @@
 #include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/kernel_loop.cuh"
 #include "ops/cuda/rms_norm.h"
+#include "ops/norm_inputs.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -100,11 +101,8 @@ struct WeightGradResult {
 
 template <typename T>
 void launch_rms_norm(const OpCall& call, const OpOutputs& outputs) {
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor x = call.input(0).contiguous();
-  const Tensor weight = attributes.has_weight ? call.input(1).contiguous() : Tensor();
-  const std::int64_t n = product(attributes.normalized_shape);  // N: elements per row
-  const std::int64_t m = outputs[1].numel();                    // M: rows
+  const NormInputs inputs = norm_inputs(call, outputs);
+  const std::int64_t n = inputs.n, m = inputs.m;
   if (m == 0) return;
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
@@ -112,9 +110,9 @@ void launch_rms_norm(const OpCall& call, const OpOutputs& outputs) {
   const bool warp_rows = n <= kMaxWarpFeatures;
   auto kernel = warp_rows ? rms_norm_rows<T, true> : rms_norm_rows<T, false>;
   kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
-      static_cast<const T*>(x.data_ptr()), data_or_null<T>(weight),
+      static_cast<const T*>(inputs.x.data_ptr()), data_or_null<T>(inputs.weight),
       static_cast<T*>(outputs[0].data_ptr()), static_cast<T*>(outputs[1].data_ptr()), m, n,
-      attributes.eps);
+      inputs.attributes.eps);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
