@@ -16,4 +16,16 @@ NormInputs norm_inputs(const OpCall& call, const OpOutputs& outputs) {
   return inputs;
 }
 
+NormBackwardInputs norm_backward_inputs(const OpCall& call, std::size_t statistics) {
+  NormBackwardInputs inputs;
+  inputs.attributes = LayerNormAttributes::from(call.attributes);
+  inputs.grad = call.input(0).contiguous();
+  inputs.x = call.input(1).contiguous();
+  for (std::size_t i = 0; i < statistics; ++i) inputs.stats[i] = call.input(2 + i).contiguous();
+  if (inputs.attributes.has_weight) inputs.weight = call.input(2 + statistics).contiguous();
+  inputs.n = product(inputs.attributes.normalized_shape);
+  inputs.m = inputs.stats[0].numel();
+  return inputs;
+}
+
 }  // namespace grove::ops

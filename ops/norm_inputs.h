@@ -4,6 +4,8 @@
 // parameters, seen as M rows of N elements. The argument checks are ops/normalized_shape.h's.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include "ops/attributes.h"
@@ -24,5 +26,20 @@ struct NormInputs {
 // rrms). Making a non-contiguous input contiguous launches a copy on its device's current stream;
 // nothing synchronises.
 NormInputs norm_inputs(const OpCall& call, const OpOutputs& outputs);
+
+// The backward ops' inputs, likewise.
+struct NormBackwardInputs {
+  LayerNormAttributes attributes;
+  Tensor grad;                  // (M, N), contiguous
+  Tensor x;                     // (M, N), contiguous
+  std::array<Tensor, 2> stats;  // (M), contiguous: layer_norm's mean and rstd; rms_norm's rrms
+  Tensor weight;                // (N), contiguous; undefined without has_weight
+  std::int64_t n = 0;           // N: elements per row
+  std::int64_t m = 0;           // M: rows
+};
+
+// Inputs: grad, x, the op's `statistics` per-row statistics (2 for layer_norm_backward, 1 for
+// rms_norm_backward), [weight if has_weight].
+NormBackwardInputs norm_backward_inputs(const OpCall& call, std::size_t statistics);
 
 }  // namespace grove::ops

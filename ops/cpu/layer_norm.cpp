@@ -144,25 +144,21 @@ void layer_norm(const OpCall& call, const OpOutputs& outputs) {
 
 void layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
   // See Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
-  const Tensor grad = call.input(0).contiguous();
-  const Tensor x = call.input(1).contiguous();
-  const Tensor mean = call.input(2).contiguous();
-  const Tensor rstd = call.input(3).contiguous();
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor weight = attributes.has_weight ? call.input(4).contiguous() : Tensor();
-  dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
+  const NormBackwardInputs inputs = norm_backward_inputs(call, /*statistics=*/2);
+  dispatch_floating(inputs.x.dtype(), "layer_norm_backward", [&]<typename T>() {
     LayerNormBackwardPlan<T> plan;
-    plan.grad = static_cast<const T*>(grad.data_ptr());
-    plan.x = static_cast<const T*>(x.data_ptr());
-    plan.mean = static_cast<const T*>(mean.data_ptr());
-    plan.rstd = static_cast<const T*>(rstd.data_ptr());
-    plan.weight = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+    plan.grad = static_cast<const T*>(inputs.grad.data_ptr());
+    plan.x = static_cast<const T*>(inputs.x.data_ptr());
+    plan.mean = static_cast<const T*>(inputs.stats[0].data_ptr());
+    plan.rstd = static_cast<const T*>(inputs.stats[1].data_ptr());
+    plan.weight =
+        inputs.weight.defined() ? static_cast<const T*>(inputs.weight.data_ptr()) : nullptr;
     plan.grad_input = static_cast<T*>(outputs[0].data_ptr());
     plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
     plan.grad_bias = static_cast<T*>(outputs[2].data_ptr());
-    plan.m = mean.numel();
-    plan.n = product(attributes.normalized_shape);
-    launch_cpu(current_stream(x.device()), [plan] {
+    plan.m = inputs.m;
+    plan.n = inputs.n;
+    launch_cpu(current_stream(inputs.x.device()), [plan] {
       input_grad_rows(plan);
       parameter_grad_columns(plan);
     });

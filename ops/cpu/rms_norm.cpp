@@ -113,22 +113,19 @@ void rms_norm(const OpCall& call, const OpOutputs& outputs) {
 }
 
 void rms_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor grad = call.input(0).contiguous();
-  const Tensor x = call.input(1).contiguous();
-  const Tensor rrms = call.input(2).contiguous();
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor weight = attributes.has_weight ? call.input(3).contiguous() : Tensor();
-  dispatch_floating(x.dtype(), "rms_norm_backward", [&]<typename T>() {
+  const NormBackwardInputs inputs = norm_backward_inputs(call, /*statistics=*/1);
+  dispatch_floating(inputs.x.dtype(), "rms_norm_backward", [&]<typename T>() {
     RmsNormBackwardPlan<T> plan;
-    plan.grad = static_cast<const T*>(grad.data_ptr());
-    plan.x = static_cast<const T*>(x.data_ptr());
-    plan.rrms = static_cast<const T*>(rrms.data_ptr());
-    plan.weight = weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr;
+    plan.grad = static_cast<const T*>(inputs.grad.data_ptr());
+    plan.x = static_cast<const T*>(inputs.x.data_ptr());
+    plan.rrms = static_cast<const T*>(inputs.stats[0].data_ptr());
+    plan.weight =
+        inputs.weight.defined() ? static_cast<const T*>(inputs.weight.data_ptr()) : nullptr;
     plan.grad_input = static_cast<T*>(outputs[0].data_ptr());
     plan.grad_weight = static_cast<T*>(outputs[1].data_ptr());
-    plan.m = rrms.numel();
-    plan.n = product(attributes.normalized_shape);
-    launch_cpu(current_stream(x.device()), [plan] {
+    plan.m = inputs.m;
+    plan.n = inputs.n;
+    launch_cpu(current_stream(inputs.x.device()), [plan] {
       input_grad_rows(plan);
       weight_grad_columns(plan);
     });

@@ -138,26 +138,21 @@ void launch_layer_norm(const OpCall& call, const OpOutputs& outputs) {
 
 template <typename T>
 void launch_layer_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor grad = call.input(0).contiguous();
-  const Tensor x = call.input(1).contiguous();
-  const Tensor mean = call.input(2).contiguous();
-  const Tensor rstd = call.input(3).contiguous();
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor weight = attributes.has_weight ? call.input(4).contiguous() : Tensor();
-  const std::int64_t m = mean.numel();
-  const std::int64_t n = product(attributes.normalized_shape);
+  const NormBackwardInputs inputs = norm_backward_inputs(call, /*statistics=*/2);
+  const std::int64_t m = inputs.m;
+  const std::int64_t n = inputs.n;
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
-  const T* g = static_cast<const T*>(grad.data_ptr());
-  const T* x_data = static_cast<const T*>(x.data_ptr());
-  const T* mean_data = static_cast<const T*>(mean.data_ptr());
-  const T* rstd_data = static_cast<const T*>(rstd.data_ptr());
+  const T* g = static_cast<const T*>(inputs.grad.data_ptr());
+  const T* x_data = static_cast<const T*>(inputs.x.data_ptr());
+  const T* mean_data = static_cast<const T*>(inputs.stats[0].data_ptr());
+  const T* rstd_data = static_cast<const T*>(inputs.stats[1].data_ptr());
   if (m > 0 && n > 0) {
     const bool warp_rows = n <= kMaxWarpFeatures;
     auto kernel = warp_rows ? input_grad_rows<T, true> : input_grad_rows<T, false>;
     kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
-        g, x_data, mean_data, rstd_data, data_or_null<T>(weight),
+        g, x_data, mean_data, rstd_data, data_or_null<T>(inputs.weight),
         static_cast<T*>(outputs[0].data_ptr()), m, n);
     GROVE_CUDA_CHECK(cudaGetLastError());
   }

@@ -118,25 +118,21 @@ void launch_rms_norm(const OpCall& call, const OpOutputs& outputs) {
 
 template <typename T>
 void launch_rms_norm_backward(const OpCall& call, const OpOutputs& outputs) {
-  const Tensor grad = call.input(0).contiguous();
-  const Tensor x = call.input(1).contiguous();
-  const Tensor rrms = call.input(2).contiguous();
-  const LayerNormAttributes attributes = LayerNormAttributes::from(call.attributes);
-  const Tensor weight = attributes.has_weight ? call.input(3).contiguous() : Tensor();
-  const std::int64_t m = rrms.numel();
-  const std::int64_t n = product(attributes.normalized_shape);
+  const NormBackwardInputs inputs = norm_backward_inputs(call, /*statistics=*/1);
+  const std::int64_t m = inputs.m;
+  const std::int64_t n = inputs.n;
   const Device device = outputs[0].device();
   cuda_backend::DeviceGuard guard(device);
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(device));
-  const T* g = static_cast<const T*>(grad.data_ptr());
-  const T* x_data = static_cast<const T*>(x.data_ptr());
-  const T* rrms_data = static_cast<const T*>(rrms.data_ptr());
+  const T* g = static_cast<const T*>(inputs.grad.data_ptr());
+  const T* x_data = static_cast<const T*>(inputs.x.data_ptr());
+  const T* rrms_data = static_cast<const T*>(inputs.stats[0].data_ptr());
   if (m > 0 && n > 0) {
     const bool warp_rows = n <= kMaxWarpFeatures;
     auto kernel = warp_rows ? input_grad_rows<T, true> : input_grad_rows<T, false>;
     kernel<<<row_group_blocks(m, warp_rows), kThreads, 0, stream>>>(
-        g, x_data, rrms_data, data_or_null<T>(weight), static_cast<T*>(outputs[0].data_ptr()), m,
-        n);
+        g, x_data, rrms_data, data_or_null<T>(inputs.weight),
+        static_cast<T*>(outputs[0].data_ptr()), m, n);
     GROVE_CUDA_CHECK(cudaGetLastError());
   }
   if (n == 0) return;
