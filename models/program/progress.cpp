@@ -182,6 +182,15 @@ void Progress::update(const StepInfo& info) {
               "Progress::update: expected step >= ", latest_ ? latest_->step : 0,
               " (the last step shown), got ", info.step, "; steps must not go backwards");
   latest_ = filled(info);
+  // The shown rate: the moving average of the time per sample (see the header).
+  if (std::isfinite(info.samples_per_s) && info.samples_per_s > 0.0) {
+    const double seconds = 1.0 / info.samples_per_s;
+    seconds_per_sample_ =
+        seconds_per_sample_ == 0.0
+            ? seconds
+            : kRateSmoothing * seconds + (1.0 - kRateSmoothing) * seconds_per_sample_;
+  }
+  latest_->samples_per_s = seconds_per_sample_ > 0.0 ? 1.0 / seconds_per_sample_ : 0.0;
   latest_shown_ = false;
   const bool last = latest_->step >= latest_->total_steps;
   if (terminal_mode_) {

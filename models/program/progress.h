@@ -12,7 +12,10 @@
 // Invariants: on a terminal, the bar is the last thing on the screen and has no newline after it
 // until finish(); anything printed through message() goes above the bar. The ETA is the mean
 // step time so far (wall time on the injected clock since construction, over the steps taken
-// since `start_step`) times the steps left.
+// since `start_step`) times the steps left. The samples/s shown is smoothed: one step's rate
+// jumps by orders of magnitude (a step that waits for data or an evaluation, a replayed graph
+// after a recorded one), so the line shows the rate of an exponential moving average of the
+// time per sample, each step weighing kRateSmoothing (about the last 20 steps).
 #pragma once
 
 #include <cstdint>
@@ -33,8 +36,11 @@ struct StepInfo {
   std::int64_t epochs = 0;  // number of epochs in the run
   double loss = 0.0;        // NaN and inf are shown as "nan", "inf"
   double lr = 0.0;
-  double samples_per_s = 0.0;  // <= 0 or not finite: not shown
+  double samples_per_s = 0.0;  // this step's; <= 0 or not finite: not shown (nor averaged)
 };
+
+// The weight of each step's time per sample in the shown rate's moving average.
+inline constexpr double kRateSmoothing = 0.05;
 
 struct ProgressOptions {
   bool is_terminal = false;  // the caller's isatty() answer for the stream
@@ -89,6 +95,7 @@ class Progress {
   bool latest_shown_ = false;       // whether latest_ is what the screen or log shows
   bool bar_open_ = false;           // terminal: a bar without a newline is on the screen
   double last_draw_time_ = 0.0;
+  double seconds_per_sample_ = 0.0;  // the moving average; 0 until a step reports a rate
 };
 
 // "0:42", "12:05", "1:02:03" (h:mm:ss from one hour up; seconds rounded to the nearest; negative

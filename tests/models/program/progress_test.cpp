@@ -159,6 +159,46 @@ TEST(ProgressTest, NanLossAndExplicitEpochs) {
             "epoch 7/9  step 2/4 (50%)  loss inf  lr 1e-05  ETA 0:00\n");
 }
 
+// Steps whose own rates jump between 1,000 and 100,000 samples/s: the line shows the rate of the
+// moving average of the time per sample, which moves by a twentieth of each step's difference.
+TEST(ProgressTest, ShowsASmoothedRate) {
+  FakeClock clock;
+  std::ostringstream out;
+  Progress progress(
+      out, {.force_plain = true, .total_steps = 100, .plain_every = 1, .clock = clock.function()});
+  const auto shown_rate = [&] {
+    const std::string line = take(out);
+    const std::size_t end = line.find(" samples/s");
+    EXPECT_NE(end, std::string::npos) << line;
+    std::string digits;
+    for (std::size_t i = line.rfind("  ", end) + 2; i < end; ++i) {
+      if (line[i] != ',') digits += line[i];
+    }
+    return std::stod(digits);
+  };
+  progress.update({.step = 1, .loss = 1.0, .lr = 0.1, .samples_per_s = 1000.0});
+  EXPECT_EQ(shown_rate(), 1000.0);  // the first step's own rate
+  progress.update({.step = 2, .loss = 1.0, .lr = 0.1, .samples_per_s = 100000.0});
+  // 1 / (0.05 * 1e-5 + 0.95 * 1e-3) = 1,052.08...
+  EXPECT_EQ(shown_rate(), 1052.0);
+  double low = 1e9, high = 0.0;
+  for (std::int64_t step = 3; step <= 60; ++step) {
+    progress.update(
+        {.step = step, .loss = 1.0, .lr = 0.1, .samples_per_s = step % 2 ? 1000.0 : 100000.0});
+    const double rate = shown_rate();
+    if (step > 40) {
+      low = std::min(low, rate);
+      high = std::max(high, rate);
+    }
+  }
+  // Near the harmonic mean of the two rates (1,980), moving by a few percent from step to step.
+  EXPECT_GT(low, 1700.0);
+  EXPECT_LT(high, 2300.0);
+  // A step that reports no rate leaves the average as it was.
+  progress.update({.step = 61, .loss = 1.0, .lr = 0.1});
+  EXPECT_GT(shown_rate(), 1700.0);
+}
+
 TEST(ProgressTest, ResumedRunCountsTheEtaFromItsStartStep) {
   FakeClock clock;
   std::ostringstream out;
