@@ -125,6 +125,35 @@ std::string describe(const train::TrainConfig& config, const train::Trainer& tra
   return text;
 }
 
+// A value as a shell reads it back: quoted when it holds anything but plain characters.
+std::string shell_word(const std::string& value) {
+  const bool plain = !value.empty() && value.find_first_not_of(
+                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                                           "VWXYZ0123456789-_./:=,+") == std::string::npos;
+  if (plain) return value;
+  std::string quoted = "'";
+  for (const char c : value) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// The command that resumes this run from `checkpoint`: --resume, the checkpoint, and every flag
+// the run was given that the checkpoint does not hold (how and where it ran, its outputs); the
+// settings that shape the numbers come back from the checkpoint.
+std::string resume_command(const TrainFlags& flags, const std::string& checkpoint) {
+  std::string command = "grove train --resume --checkpoint " + shell_word(checkpoint);
+  for (const char* option : {"--device", "--mode", "--epochs", "--steps", "--checkpoint-every",
+                             "--metrics", "--read-every", "--nproc"}) {
+    if (flags.given(option)) {
+      command += std::string(" ") + option + " " +
+                 shell_word(flags.command->get_option(option)->as<std::string>());
+    }
+  }
+  for (const char* flag : {"--json", "--explain", "--plain"}) {
+    if (flags.given(flag)) command += std::string(" ") + flag;
+  }
+  return command;
+}
+
 // The run's config: the flags over the model's defaults, or over a resumed run's saved config.
 train::TrainConfig config_of(const TrainFlags& flags, const train::Checkpoint* saved) {
   GROVE_CHECK(!flags.resume || !flags.checkpoint.empty(),
@@ -295,11 +324,11 @@ int run_train(const TrainFlags& flags) {
       const std::string path = config.model + "-interrupted.safetensors";
       if (leader) train::save_checkpoint(trainer, path);
       err << "interrupted at step " << trainer.steps_done() << "; saved " << path
-          << "\nresume with: grove train --resume --checkpoint " << path << "\n";
+          << "\nresume with: " << resume_command(flags, path) << "\n";
     } else {
       save("interrupted");
       err << "interrupted at step " << trainer.steps_done()
-          << "\nresume with: grove train --resume --checkpoint " << flags.checkpoint << "\n";
+          << "\nresume with: " << resume_command(flags, flags.checkpoint) << "\n";
     }
     return 130;
   }

@@ -78,7 +78,8 @@ kill -INT $pid
 status=0
 wait $pid || status=$?
 [[ $status == 130 ]] || { cat ierr.txt >&2; fail "exit status after Ctrl-C: $status"; }
-expect_in "resume with: grove train --resume --checkpoint i.safetensors" ierr.txt
+# The hint repeats what the checkpoint does not hold (here --device, --steps and --metrics).
+expect_in "resume with: grove train --resume --checkpoint i.safetensors --device cpu --steps 100000 --metrics i.csv" ierr.txt
 "$grove" eval --checkpoint i.safetensors --device cpu >/dev/null 2>&1 || fail "the saved checkpoint"
 
 # SIGKILL while checkpoints are being written (one every step): the checkpoint on disk is always
