@@ -1,6 +1,7 @@
 // The op table, gathered from the families' entry lists (see ops/op_table.h).
 #include "ops/op_table.h"
 
+#include <algorithm>
 #include <array>
 #include <initializer_list>
 
@@ -76,12 +77,9 @@ std::string OpEntry::describe_attributes(const OpAttributes& attributes) const {
 
 const InputSpec& OpEntry::input(std::size_t i) const {
   GROVE_INTERNAL_ASSERT(!inputs.empty(), kind, " takes no inputs");
-  if (i >= inputs.size()) {
-    GROVE_INTERNAL_ASSERT(repeats_last_input || input_count != nullptr, kind, " has ",
-                          inputs.size(), " inputs; there is no input ", i);
-    return inputs.back();
-  }
-  return inputs[i];
+  GROVE_INTERNAL_ASSERT(i < inputs.size() || repeats_last_input, kind, " lists ", inputs.size(),
+                        " inputs; there is no input ", i);
+  return inputs[std::min(i, inputs.size() - 1)];
 }
 
 }  // namespace grove::ops

@@ -71,12 +71,9 @@ void infer_one_hot(const OpCall& call, OutputSpecs& outputs) {
 
 // cat: inputs are the tensors; CatAttributes. tril, triu: TriangleAttributes. one_hot:
 // OneHotAttributes (ops/attributes.h).
-// Any number of inputs: infer_cat refuses none with its own message, naming what cat needs.
-InputCount any_number_of_inputs(const OpAttributes&) {
-  return {0, InputCount::kAny};
-}
-
-constexpr InputSpec kCatInputs[] = {{"tensors", InputDTypes::AnyShared}};
+// Any number of tensors, none included: infer_cat refuses none with its own message, naming what
+// cat needs.
+constexpr InputSpec kCatInputs[] = {{"tensors", InputDTypes::AnyShared, /*optional=*/true}};
 constexpr InputSpec kTriangleInputs[] = {{"x", InputDTypes::Any}};
 constexpr InputSpec kOneHotInputs[] = {{"indices", InputDTypes::Index}};
 
@@ -87,7 +84,6 @@ constexpr OpEntry kCat{.kind = OpKind::Cat,
                        .cpu = cpu::cat,
                        .cuda = GROVE_CUDA_KERNEL(cat),
                        .describe = describe_as<CatAttributes>,
-                       .input_count = any_number_of_inputs,
                        .repeats_last_input = true};
 constexpr OpEntry kTril{.kind = OpKind::Tril,
                         .inputs = kTriangleInputs,

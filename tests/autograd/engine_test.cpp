@@ -500,8 +500,7 @@ TEST(Engine, ThreadsMakingATensorsMetadataAtOnceShareOne) {
     for (int i = 0; i < kThreads; ++i) {
       threads.emplace_back([&, i] {
         ready.fetch_add(1);
-        while (ready.load() < kThreads) {
-        }
+        while (ready.load() < kThreads) std::this_thread::yield();
         seen[static_cast<std::size_t>(i)] = &ensure_meta(t);
       });
     }

@@ -59,7 +59,8 @@ std::vector<MisuseCase> undefined_input_cases() {
   std::vector<MisuseCase> cases;
   for (std::size_t k = 0; k < kNumOps; ++k) {
     const auto kind = static_cast<OpKind>(k);
-    for (std::size_t i = 0; i < sample_input_count(kind); ++i) {
+    const std::size_t count = sample_input_count(kind);  // runs the sample once
+    for (std::size_t i = 0; i < count; ++i) {
       cases.push_back({op_label(kind) + "_UndefinedInput" + std::to_string(i),
                        [kind, i] {
                          Sample sample = sample_of(kind);
@@ -92,7 +93,8 @@ std::vector<MisuseCase> bool_input_cases() {
   std::vector<MisuseCase> cases;
   for (std::size_t k = 0; k < kNumOps; ++k) {
     const auto kind = static_cast<OpKind>(k);
-    for (std::size_t i = 0; i < sample_input_count(kind); ++i) {
+    const std::size_t count = sample_input_count(kind);  // runs the sample once
+    for (std::size_t i = 0; i < count; ++i) {
       if (!is_compute_input(kind, i)) continue;
       cases.push_back({op_label(kind) + "_BoolInput" + std::to_string(i),
                        [kind, i] {
