@@ -7,6 +7,7 @@
 #include "autograd/autograd_meta.h"
 #include "autograd/grad_mode.h"
 #include "core/error.h"
+#include "ops/autocast.h"
 #include "ops/elementwise.h"
 #include "ops/inplace.h"
 
@@ -197,6 +198,7 @@ class GraphTask {
 
   void run() {
     const NoGradGuard no_grad;
+    const ops::AutocastGuard no_autocast(std::nullopt);  // see Note [Autocast]
     using Ready = std::pair<std::uint64_t, Node*>;
     std::priority_queue<Ready> ready;
     for (auto& [edge, grad] : roots_) {

@@ -84,6 +84,7 @@ constexpr DerivativeRule kRules[] = {
     // The fused optimizer updates (ops/optim.h) run under NoGradGuard: an optimizer step is not
     // part of any graph, so they have no derivative and refuse to be recorded.
     {OpKind::SgdStep, D::NoRule}, {OpKind::AdamwStep, D::NoRule},
+    {OpKind::UnscaleGrads, D::NoRule}, {OpKind::UpdateScale, D::NoRule},
     // Collectives (ops/collective.h) reduce gradients explicitly under NoGradGuard
     // (DistributedDataParallel); they are not differentiated through.
     {OpKind::AllReduce, D::NoRule}, {OpKind::Broadcast, D::NoRule},

@@ -14,16 +14,15 @@
 //   - NaN becomes 0.
 // To bool every value that is not zero is true (NaN too), as in C++ and PyTorch. An integer
 // converted to a narrower integer (int64 to int32) keeps its low bits, as C++20 defines it.
+// bfloat16 and float16 follow Note [Rounding to a 16-bit float] (core/reduced_float.h): they
+// widen exactly to float32 and go on from there; values narrowed to them round to nearest even.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#ifdef __CUDACC__
-#define GROVE_CONVERT_HOST_DEVICE __host__ __device__
-#else
-#define GROVE_CONVERT_HOST_DEVICE
-#endif
+#include "core/host_device.h"
+#include "core/reduced_float.h"
 
 namespace grove {
 
@@ -43,8 +42,14 @@ struct IntegerRange<std::int64_t> {
 
 // See Note [Converting floating-point values to integers].
 template <typename To, typename From>
-GROVE_CONVERT_HOST_DEVICE constexpr To convert_element(From value) {
-  if constexpr (std::is_same_v<To, bool>) {
+GROVE_HOST_DEVICE constexpr To convert_element(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (is_reduced_float_v<From>) {
+    return convert_element<To>(static_cast<float>(value));  // widening is exact
+  } else if constexpr (is_reduced_float_v<To>) {
+    return To(value);
+  } else if constexpr (std::is_same_v<To, bool>) {
     return value != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // -2^31 and -2^63 are exact in float and double, and so are their negations, the first

@@ -52,8 +52,8 @@ void launch_copy(const Tensor& dst, const Tensor& src_in) {
   const DType dst_dtype = dst.dtype();
   const DType src_dtype = src.dtype();
   launch_cpu(current_stream(dst.device()), [=]() {
-    dispatch_dtype(dst_dtype, "copy_", [&]<typename To>() {
-      dispatch_dtype(src_dtype, "copy_", [&]<typename From>() {
+    dispatch_dtype<DTypes::Stored>(dst_dtype, "copy_", [&]<typename To>() {
+      dispatch_dtype<DTypes::Stored>(src_dtype, "copy_", [&]<typename From>() {
         auto* out = reinterpret_cast<To*>(dst_data);
         const auto* in = reinterpret_cast<const From*>(src_data);
         for_each_run<2>(loop, [&](const std::int64_t* offsets, std::int64_t length) {
@@ -80,7 +80,7 @@ void launch_fill(const Tensor& dst, const Scalar& value) {
   const IntArrayRef strides[1] = {dst.strides()};
   const StridedLoop<1> loop = make_loop<1>(dst.sizes(), strides, "fill_");
   char* dst_data = static_cast<char*>(dst.data_ptr());
-  dispatch_dtype(dst.dtype(), "fill_", [&]<typename T>() {
+  dispatch_dtype<DTypes::Stored>(dst.dtype(), "fill_", [&]<typename T>() {
     const T fill_value = value.to<T>();
     launch_cpu(current_stream(dst.device()), [=]() {
       auto* out = reinterpret_cast<T*>(dst_data);

@@ -14,6 +14,9 @@ std::size_t element_size(DType dtype) {
       return 4;
     case DType::Bool:
       return 1;
+    case DType::BFloat16:
+    case DType::Float16:
+      return 2;
   }
   GROVE_INTERNAL_ASSERT(false, "unknown dtype ", static_cast<int>(dtype));
 }
@@ -30,6 +33,10 @@ std::string_view dtype_name(DType dtype) {
       return "int32";
     case DType::Bool:
       return "bool";
+    case DType::BFloat16:
+      return "bfloat16";
+    case DType::Float16:
+      return "float16";
   }
   GROVE_INTERNAL_ASSERT(false, "unknown dtype ", static_cast<int>(dtype));
 }

@@ -2,7 +2,8 @@
 // turns a runtime dtype into a compile-time C++ type for kernels (dispatch_dtype, with the
 // floating-only dispatch_floating), used alike by CPU kernels (.cpp) and CUDA kernels (.cu).
 //
-// bfloat16 is not here yet; the enum leaves room for it (add the value, its C++ type, its size).
+// The 16-bit floating dtypes (bfloat16, float16: core/reduced_float.h) are stored like the
+// others; ops compute them in float32 (Note [Reduced-precision compute] in ops/reduced_compute.h).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/reduced_float.h"
 
 namespace grove {
 
@@ -21,6 +23,8 @@ enum class DType : std::uint8_t {
   Int64,
   Int32,
   Bool,
+  BFloat16,
+  Float16,
 };
 
 std::size_t element_size(DType dtype);
@@ -28,7 +32,21 @@ std::string_view dtype_name(DType dtype);  // "float32", "int64", ...
 std::ostream& operator<<(std::ostream& out, DType dtype);
 
 inline bool is_floating_point(DType dtype) {
-  return dtype == DType::Float32 || dtype == DType::Float64;
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::BFloat16 ||
+         dtype == DType::Float16;
+}
+
+// bfloat16 and float16: floating dtypes narrower than float32, computed in float32.
+inline bool is_reduced_float(DType dtype) {
+  return dtype == DType::BFloat16 || dtype == DType::Float16;
+}
+
+// The dtype values of `dtype` are computed in: float32 for bfloat16 and float16, else `dtype`.
+// Statistics an op saves for its backward (attention's and cross_entropy's log-sum-exp, the
+// norms' mean and reciprocal deviations) are kept in it: rounded to 8 or 11 bits, the backward's
+// recomputed values would be off by about 1%, as flash attention and PyTorch's norms know.
+inline DType compute_dtype(DType dtype) {
+  return is_reduced_float(dtype) ? DType::Float32 : dtype;
 }
 
 // C++ type -> DType, for factories such as from_vector<T>.
@@ -54,18 +72,31 @@ template <>
 struct DTypeOf<bool> {
   static constexpr DType value = DType::Bool;
 };
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct DTypeOf<Float16> {
+  static constexpr DType value = DType::Float16;
+};
 template <typename T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 // The dtypes a dispatch accepts.
+// The 16-bit floating dtypes are in Stored only: the kernels that move or fill elements (copy,
+// fill, item) take them; a kernel that computes never sees them, the dispatcher hands it float32
+// (Note [Reduced-precision compute] in ops/reduced_compute.h).
 enum class DTypes : std::uint8_t {
-  All,         // float32, float64, int64, int32, bool
+  Stored,      // every dtype: the five below and bfloat16, float16
+  All,         // float32, float64, int64, int32, bool: every dtype a kernel computes in
   AllButBool,  // the arithmetic ones
   Floating,    // float32, float64
 };
 
 // Calls body.template operator()<T>() with T the C++ type of `dtype` (float, double,
-// std::int64_t, std::int32_t, bool) and returns what it returns:
+// std::int64_t, std::int32_t, bool; BFloat16, Float16 for DTypes::Stored) and returns what it
+// returns:
 //   dispatch_dtype(x.dtype(), "where", [&]<typename T>() { ... });
 // Only the types in kAccepted are instantiated, so the body may use operations that the other
 // types lack. A dtype outside kAccepted is a bug in grove (the op's infer refuses it): an
@@ -74,7 +105,8 @@ enum class DTypes : std::uint8_t {
 template <DTypes kAccepted = DTypes::All, typename Body>
 decltype(auto) dispatch_dtype(DType dtype, std::string_view what, Body&& body) {
   constexpr bool kIntegers = kAccepted != DTypes::Floating;
-  constexpr bool kBool = kAccepted == DTypes::All;
+  constexpr bool kBool = kAccepted == DTypes::All || kAccepted == DTypes::Stored;
+  constexpr bool kReduced = kAccepted == DTypes::Stored;
   switch (dtype) {
     case DType::Float32:
       return body.template operator()<float>();
@@ -88,6 +120,12 @@ decltype(auto) dispatch_dtype(DType dtype, std::string_view what, Body&& body) {
       break;
     case DType::Bool:
       if constexpr (kBool) return body.template operator()<bool>();
+      break;
+    case DType::BFloat16:
+      if constexpr (kReduced) return body.template operator()<BFloat16>();
+      break;
+    case DType::Float16:
+      if constexpr (kReduced) return body.template operator()<Float16>();
       break;
   }
   detail::throw_internal("the dtype is one the kernel accepts",

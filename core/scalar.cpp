@@ -37,8 +37,26 @@ bool Scalar::fits(DType dtype) const {
   }
 }
 
+double Scalar::finite_limit(DType dtype) {
+  // The smallest magnitude each floating dtype rounds to an infinity: its largest finite value
+  // plus half a unit in the last place (a tie there rounds to the even neighbour, infinity).
+  switch (dtype) {
+    case DType::Float32:
+      return 0x1.ffffffp127;  // 2^128 - 2^103
+    case DType::BFloat16:
+      return 0x1.ffp127;  // 2^128 - 2^119
+    case DType::Float16:
+      return 65520.0;  // 65504 + 16
+    default:
+      return std::numeric_limits<double>::infinity();
+  }
+}
+
 bool Scalar::fits_exactly(DType dtype) const {
-  if (grove::is_floating_point(dtype)) return true;
+  if (grove::is_floating_point(dtype)) {
+    const double value = to<double>();
+    return !std::isfinite(value) || std::fabs(value) < finite_limit(dtype);
+  }
   if (kind_ == Kind::Floating && (!std::isfinite(double_) || std::trunc(double_) != double_)) {
     return false;  // NaN, an infinity or a fraction has no integer or bool to be
   }

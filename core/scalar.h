@@ -43,8 +43,12 @@ class Scalar {
   bool fits(DType dtype) const;
   // True if an element of `dtype` holds exactly this value (up to a floating dtype's rounding):
   // what fill_ and full require. Unlike fits(), a floating value must be whole for an integer
-  // dtype (2.5 does not fill an int64 tensor), and a bool takes 0, 1, false or true only.
+  // dtype (2.5 does not fill an int64 tensor), a bool takes 0, 1, false or true only, and a
+  // finite value must stay finite (70000 does not fill a float16 tensor: it would be inf).
   bool fits_exactly(DType dtype) const;
+  // The smallest magnitude a floating dtype rounds to an infinity (65520 for float16); infinity
+  // for float64 and the integer dtypes.
+  static double finite_limit(DType dtype);
 
   // The dtype a tensor made from this scalar alone gets: float32, int64 or bool.
   DType default_dtype() const;

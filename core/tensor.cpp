@@ -71,17 +71,14 @@ const Tensor& Tensor::requires_grad_(bool requires_grad) const {
 
 // --- host reads ---
 
+namespace {
+
+// item() of a CPU tensor of a dtype kernels compute in (`dtype` names the tensor's own).
 template <typename T>
-T Tensor::item() const {
-  GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
-              sizes(), " (", numel(), " elements)");
-  check_host_read(device(), "item()");
-  const SuspendCoreObservers host_read;               // see Note [Core observers]
-  const InternalDataAccess reported;                  // see Note [Host reads during a trace]
-  if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
+T read_item(const Tensor& tensor, DType dtype) {
   T result{};
-  dispatch_dtype(dtype(), "item", [&]<typename Stored>() {
-    Stored value = *static_cast<const Stored*>(data_ptr());
+  dispatch_dtype(tensor.dtype(), "item", [&]<typename Stored>() {
+    Stored value = *static_cast<const Stored*>(tensor.data_ptr());
     if constexpr (std::is_same_v<T, bool>) {
       result = value != Stored(0);
     } else {
@@ -91,7 +88,7 @@ T Tensor::item() const {
         const Scalar stored = std::is_floating_point_v<Stored>
                                   ? Scalar(static_cast<double>(value))
                                   : Scalar(static_cast<std::int64_t>(value));
-        GROVE_CHECK(stored.fits(dtype_of<T>), "item(): the value ", stored, " of this ", dtype(),
+        GROVE_CHECK(stored.fits(dtype_of<T>), "item(): the value ", stored, " of this ", dtype,
                     " tensor does not fit the requested ", dtype_of<T>,
                     "; read it as a floating-point type (item<double>())");
       }
@@ -99,6 +96,25 @@ T Tensor::item() const {
     }
   });
   return result;
+}
+
+}  // namespace
+
+template <typename T>
+T Tensor::item() const {
+  GROVE_CHECK(numel() == 1, "item(): expected a tensor with exactly one element, but got shape ",
+              sizes(), " (", numel(), " elements)");
+  check_host_read(device(), "item()");
+  const SuspendCoreObservers host_read;               // see Note [Core observers]
+  const InternalDataAccess reported;                  // see Note [Host reads during a trace]
+  if (!device().is_cpu()) return to(kCPU).item<T>();  // copies and synchronises
+  if constexpr (is_reduced_float_v<T>) {
+    return T(item<double>());  // exact for a 16-bit tensor; otherwise rounded once
+  } else {
+    // A 16-bit float widens to float32 exactly, and goes on from there.
+    if (is_reduced_float(dtype())) return read_item<T>(to(DType::Float32), dtype());
+    return read_item<T>(*this, dtype());
+  }
 }
 
 template <typename T>
@@ -127,6 +143,8 @@ GROVE_INSTANTIATE_HOST_READS(double)
 GROVE_INSTANTIATE_HOST_READS(std::int64_t)
 GROVE_INSTANTIATE_HOST_READS(std::int32_t)
 GROVE_INSTANTIATE_HOST_READS(bool)
+GROVE_INSTANTIATE_HOST_READS(BFloat16)
+GROVE_INSTANTIATE_HOST_READS(Float16)
 #undef GROVE_INSTANTIATE_HOST_READS
 
 // --- copies ---
@@ -139,8 +157,11 @@ void check_fill_value(const Tensor& target, const Scalar& value, const char* op)
   GROVE_CHECK(value.fits_exactly(target.dtype()), op, ": the value ", value, " does not fit a ",
               target.dtype(), " tensor of shape ", target.sizes(),
               target.dtype() == DType::Bool ? "; a bool holds 0 or 1 (false or true)"
-                                            : "; an integer dtype holds whole numbers in its range",
-              "; use such a value, or a floating dtype");
+              : is_floating_point(target.dtype())
+                  ? str("; a finite ", target.dtype(), " is below ",
+                        Scalar::finite_limit(target.dtype()), " in magnitude")
+                  : std::string("; an integer dtype holds whole numbers in its range"),
+              "; use such a value, or a wider dtype");
 }
 
 // Core reports an event when a tensor involved requires gradients or the thread has observers;
@@ -416,6 +437,8 @@ template Tensor from_vector(const std::vector<float>&, IntArrayRef, Device);
 template Tensor from_vector(const std::vector<double>&, IntArrayRef, Device);
 template Tensor from_vector(const std::vector<std::int64_t>&, IntArrayRef, Device);
 template Tensor from_vector(const std::vector<std::int32_t>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<BFloat16>&, IntArrayRef, Device);
+template Tensor from_vector(const std::vector<Float16>&, IntArrayRef, Device);
 template Tensor from_vector(const std::vector<bool>&, IntArrayRef, Device);
 
 }  // namespace grove

@@ -48,6 +48,8 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::Int64: return ncclInt64;
     case DType::Int32: return ncclInt32;
     case DType::Bool: return ncclUint8;  // one byte; max is "any", min "all", sum is refused
+    case DType::BFloat16: return ncclBfloat16;
+    case DType::Float16: return ncclFloat16;
   }
   return ncclUint8;
 }

@@ -46,7 +46,7 @@ void infer_attention(const OpCall& call, OutputSpecs& outputs) {
   check_heads(call, 0);
   const Tensor& q = call.input(0);
   outputs.add(q.sizes(), q.dtype());
-  outputs.add({q.size(0), q.size(2), q.size(1)}, q.dtype());
+  outputs.add({q.size(0), q.size(2), q.size(1)}, compute_dtype(q.dtype()));
 }
 
 // Inputs grad, q, k, v, out, lse -> grad_q, grad_k, grad_v (each q's shape).
@@ -62,27 +62,31 @@ void infer_attention_backward(const OpCall& call, OutputSpecs& outputs) {
   }
   const Tensor& lse = call.input(5);
   const DimVector lse_sizes{q.size(0), q.size(2), q.size(1)};
-  GROVE_OP_CHECK(call, lse.sizes() == IntArrayRef(lse_sizes) && lse.dtype() == q.dtype(),
+  GROVE_OP_CHECK(call,
+                 lse.sizes() == IntArrayRef(lse_sizes) && lse.dtype() == compute_dtype(q.dtype()),
                  "expected lse of shape (B, H, T) = ", IntArrayRef(lse_sizes), " and dtype ",
-                 q.dtype(), " (attention_with_lse's second output), but got ", lse.dtype(),
-                 lse.sizes());
+                 compute_dtype(q.dtype()), " (attention_with_lse's second output), but got ",
+                 lse.dtype(), lse.sizes());
   for (int i = 0; i < 3; ++i) outputs.add(q.sizes(), q.dtype());
 }
 
 constexpr InputSpec kAttentionInputs[] = {{"q"}, {"k"}, {"v"}};
-constexpr InputSpec kAttentionBackwardInputs[] = {{"grad"}, {"q"}, {"k"}, {"v"}, {"out"}, {"lse"}};
+constexpr InputSpec kAttentionBackwardInputs[] = {
+    {"grad"}, {"q"}, {"k"}, {"v"}, {"out"}, {"lse", InputDTypes::Statistics}};
 constexpr OpEntry kAttention{.kind = OpKind::Attention,
                              .inputs = kAttentionInputs,
                              .infer = infer_attention,
                              .cpu = cpu::attention,
                              .cuda = GROVE_CUDA_KERNEL(attention),
-                             .describe = describe_as<AttentionAttributes>};
+                             .describe = describe_as<AttentionAttributes>,
+                             .cuda_takes_reduced = true};
 constexpr OpEntry kAttentionBackward{.kind = OpKind::AttentionBackward,
                                      .inputs = kAttentionBackwardInputs,
                                      .infer = infer_attention_backward,
                                      .cpu = cpu::attention_backward,
                                      .cuda = GROVE_CUDA_KERNEL(attention_backward),
-                                     .describe = describe_as<AttentionAttributes>};
+                                     .describe = describe_as<AttentionAttributes>,
+                                     .cuda_takes_reduced = true};
 
 }  // namespace
 

@@ -13,7 +13,8 @@
 // That is softmax(q k^T * scale, masked) v per head, without the (B, H, T, T) scores in memory:
 // one pass per query row keeps a running maximum and sum (the online softmax), so the op reads
 // q, k and v and writes out, and its backward recomputes the probabilities from the saved
-// log-sum-exp. Self-attention only: q, k and v have one shape. float32 or float64, one dtype.
+// log-sum-exp. Self-attention only: q, k and v have one shape and one floating dtype; the
+// log-sum-exp is kept in compute_dtype (core/dtype.h): float32 for bfloat16 and float16.
 // A row whose scores are all -inf (only possible with infinite inputs) has a NaN output, as
 // softmax gives.
 //

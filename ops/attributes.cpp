@@ -297,7 +297,9 @@ OpAttributes SgdAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, momentum, weight_decay, 0.0};
   attributes.flag = nesterov;
-  if (params != 1) {
+  if (skip_if_found_inf) {
+    attributes.ints = {lr_from_tensor ? 1 : 0, params, 1};
+  } else if (params != 1) {
     attributes.ints = {lr_from_tensor ? 1 : 0, params};
   } else if (lr_from_tensor) {
     attributes.ints = {1};
@@ -308,14 +310,17 @@ std::string SgdAttributes::describe() const {
   return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) +
          " momentum=" + real(momentum) + " weight_decay=" + real(weight_decay) +
          " nesterov=" + boolean(nesterov) +
-         (params != 1 ? " params=" + std::to_string(params) : "");
+         (params != 1 ? " params=" + std::to_string(params) : "") +
+         (skip_if_found_inf ? " skip_if_found_inf=true" : "");
 }
 
 OpAttributes AdamwAttributes::to_attributes() const {
   OpAttributes attributes;
   attributes.reals = {lr, beta1, beta2, eps};
   attributes.scalar = Scalar(weight_decay);
-  if (params != 1) {
+  if (skip_if_found_inf) {
+    attributes.ints = {lr_from_tensor ? 1 : 0, params, 1};
+  } else if (params != 1) {
     attributes.ints = {lr_from_tensor ? 1 : 0, params};
   } else if (lr_from_tensor) {
     attributes.ints = {1};
@@ -325,7 +330,28 @@ OpAttributes AdamwAttributes::to_attributes() const {
 std::string AdamwAttributes::describe() const {
   return "lr=" + (lr_from_tensor ? std::string("<tensor>") : real(lr)) + " beta1=" + real(beta1) +
          " beta2=" + real(beta2) + " eps=" + real(eps) + " weight_decay=" + real(weight_decay) +
-         (params != 1 ? " params=" + std::to_string(params) : "");
+         (params != 1 ? " params=" + std::to_string(params) : "") +
+         (skip_if_found_inf ? " skip_if_found_inf=true" : "");
+}
+
+OpAttributes UnscaleAttributes::to_attributes() const {
+  OpAttributes attributes;
+  attributes.ints = {grads};
+  return attributes;
+}
+std::string UnscaleAttributes::describe() const {
+  return "grads=" + std::to_string(grads);
+}
+
+OpAttributes UpdateScaleAttributes::to_attributes() const {
+  OpAttributes attributes;
+  attributes.reals = {growth_factor, backoff_factor, 0.0, 0.0};
+  attributes.ints = {growth_interval};
+  return attributes;
+}
+std::string UpdateScaleAttributes::describe() const {
+  return "growth_factor=" + real(growth_factor) + " backoff_factor=" + real(backoff_factor) +
+         " growth_interval=" + std::to_string(growth_interval);
 }
 
 // ---- random ops --------------------------------------------------------------------------------

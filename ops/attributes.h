@@ -213,7 +213,9 @@ inline constexpr std::int64_t kMaxOptimParams = std::int64_t{1} << 20;
 
 // sgd_ (ops/optim.h): reals = lr, momentum, weight_decay; flag = nesterov; ints = {1} when the
 // learning rate is read from the call's last input, a tensor (lr is then unused), else empty;
-// ints = {lr_from_tensor, params} when one call updates params > 1 parameters.
+// ints = {lr_from_tensor, params} when one call updates params > 1 parameters, and
+// {lr_from_tensor, params, 1} when the update is skipped if its last input, found_inf, is not 0
+// (GradScaler's skip: Note [Loss scaling on the device] in ops/optim.h).
 struct SgdAttributes {
   double lr = 0.0;
   double momentum = 0.0;
@@ -221,6 +223,7 @@ struct SgdAttributes {
   bool nesterov = false;
   bool lr_from_tensor = false;
   std::int64_t params = 1;
+  bool skip_if_found_inf = false;
 
   OpAttributes to_attributes() const;
   static SgdAttributes from(const OpAttributes& attributes) {
@@ -229,14 +232,16 @@ struct SgdAttributes {
             attributes.reals[2],
             attributes.flag,
             !attributes.ints.empty() && attributes.ints[0] != 0,
-            attributes.ints.size() > 1 ? attributes.ints[1] : 1};
+            attributes.ints.size() > 1 ? attributes.ints[1] : 1,
+            attributes.ints.size() > 2 && attributes.ints[2] != 0};
   }
   std::string describe() const;
 };
 
 // adamw_ (ops/optim.h): reals = lr, beta1, beta2, eps; scalar = weight_decay; ints = {1} when
 // the learning rate is read from the call's last input, a tensor (lr is then unused), else empty;
-// ints = {lr_from_tensor, params} when one call updates params > 1 parameters.
+// ints = {lr_from_tensor, params} when one call updates params > 1 parameters, and
+// {lr_from_tensor, params, 1} when it skips on found_inf, as sgd_.
 struct AdamwAttributes {
   double lr = 0.0;
   double beta1 = 0.0;
@@ -245,6 +250,7 @@ struct AdamwAttributes {
   double weight_decay = 0.0;
   bool lr_from_tensor = false;
   std::int64_t params = 1;
+  bool skip_if_found_inf = false;
 
   OpAttributes to_attributes() const;
   static AdamwAttributes from(const OpAttributes& attributes) {
@@ -254,7 +260,33 @@ struct AdamwAttributes {
             attributes.reals[3],
             attributes.scalar.to<double>(),
             !attributes.ints.empty() && attributes.ints[0] != 0,
-            attributes.ints.size() > 1 ? attributes.ints[1] : 1};
+            attributes.ints.size() > 1 ? attributes.ints[1] : 1,
+            attributes.ints.size() > 2 && attributes.ints[2] != 0};
+  }
+  std::string describe() const;
+};
+
+// unscale_grads_ (ops/optim.h): ints = {grads}, the number of gradients the call unscales.
+struct UnscaleAttributes {
+  std::int64_t grads = 1;
+
+  OpAttributes to_attributes() const;
+  static UnscaleAttributes from(const OpAttributes& attributes) {
+    return {attributes.ints.empty() ? 1 : attributes.ints[0]};
+  }
+  std::string describe() const;
+};
+
+// update_scale_ (ops/optim.h): reals = growth_factor, backoff_factor; ints = {growth_interval}.
+struct UpdateScaleAttributes {
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  std::int64_t growth_interval = 2000;
+
+  OpAttributes to_attributes() const;
+  static UpdateScaleAttributes from(const OpAttributes& attributes) {
+    return {attributes.reals[0], attributes.reals[1],
+            attributes.ints.empty() ? 1 : attributes.ints[0]};
   }
   std::string describe() const;
 };

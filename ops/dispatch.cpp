@@ -7,7 +7,9 @@
 #include "core/core_observer.h"
 #include "core/host_reads.h"
 #include "core/observer_list.h"
+#include "ops/autocast.h"
 #include "ops/op_table.h"
+#include "ops/reduced_compute.h"
 
 namespace grove::ops {
 namespace {
@@ -77,10 +79,12 @@ void set_autograd_op_observer(OpObserver* observer) {
 
 void add_op_observer(OpObserver* observer) {
   thread_observers.add(observer, "add_op_observer");
+  detail::autocast_forget_casts();  // see Note [Autocast]
 }
 
 void remove_op_observer(OpObserver* observer) {
   thread_observers.remove(observer, "remove_op_observer");
+  detail::autocast_forget_casts();
 }
 
 namespace {
@@ -107,11 +111,17 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
                    "expected all inputs on one device, but input 0 is on ", inputs[0].device(),
                    " and input ", i, " is on ", inputs[i].device());
   }
-  // 2. The op's own rules and its outputs.
+  // 2. Autocast's casts, when a guard is on (Note [Autocast] in ops/autocast.h): the call is
+  //    made again with the cast inputs, which autocast then leaves as they are.
+  if (autocast_dtype()) [[unlikely]] {
+    const std::vector<Tensor> cast = detail::autocast_inputs(entry, inputs);
+    if (!cast.empty()) return dispatch_impl(entry, cast, attributes, destinations);
+  }
+  // 3. The op's own rules and its outputs.
   OutputSpecs specs;
   if (!inputs.empty()) specs.device = inputs[0].device();
   entry.infer(call, specs);
-  // 3. Outputs.
+  // 4. Outputs.
   OpOutputs outputs;
   std::size_t written = 0;  // inputs written in place: [0, written)
   if (specs.in_place) {
@@ -167,19 +177,26 @@ OpOutputs dispatch_impl(const OpEntry& entry, std::span<const Tensor> inputs,
       outputs.push_back(destination);
     }
   }
-  // 4. The kernel.
-  const KernelFn kernel = specs.device.is_cpu() ? entry.cpu : entry.cuda;
+  // 5. The kernel, on float32 copies of 16-bit tensors it does not take
+  //    (Note [Reduced-precision compute] in ops/reduced_compute.h).
+  const bool on_cpu = specs.device.is_cpu();
+  const KernelFn kernel = on_cpu ? entry.cpu : entry.cuda;
   GROVE_OP_CHECK(call, kernel != nullptr, "there is no kernel for ", specs.device,
                  " in this build");
   {
     const SuspendCoreObservers internal_views;  // see Note [Op observers]
-    kernel(call, outputs);
+    if (needs_widening(call, outputs, on_cpu ? entry.cpu_takes_reduced : entry.cuda_takes_reduced))
+        [[unlikely]] {
+      run_widened(kernel, call, outputs, written);
+    } else {
+      kernel(call, outputs);
+    }
   }
   for (std::size_t w = 0; w < written; ++w) inputs[w].bump_version();
   for (const Tensor& destination : destinations) {
     if (destination.defined()) destination.bump_version();
   }
-  // 5. Observers (autograd, tracing).
+  // 6. Observers (autograd, tracing).
   notify_observers([&](OpObserver& observer) { observer.on_op(call, outputs); });
   return outputs;
 }

@@ -120,15 +120,18 @@ struct InputCount {
 // enforces it with the op's own message; the entry states it, for readers, for the tests that
 // drive every op (tests/misuse/op_table_misuse_test.cpp) and for adding a dtype.
 enum class InputDTypes : std::uint8_t {
-  Floating,   // float32 or float64: the op's compute dtype, one for all its Floating and Numeric
-              // inputs
+  Floating,   // float32, float64, bfloat16 or float16: the op's compute dtype, one for all its
+              // Floating and Numeric inputs
   Numeric,    // any dtype but bool (integers too): the op's compute dtype, as Floating
   Index,      // int64 indices or class targets
   Mask,       // bool: a condition or a mask
   AnyShared,  // any dtype, bool included: one for all the op's AnyShared inputs (cat's tensors)
   Any,        // any dtype, bool included, not tied to the other inputs (copy_'s source, sum's
               // input, the collectives')
-  Count,      // a one-element tensor of any numeric dtype holding a count (adamw_'s step)
+  Count,      // a one-element tensor of any numeric dtype holding a count (adamw_'s step) or a
+              // flag (the loss scaler's found_inf)
+  Statistics,  // values a forward saved for its backward (a log-sum-exp, a mean), in
+               // compute_dtype of the op's Floating inputs (core/dtype.h): float32 for 16 bits
 };
 
 // One input of an op, as its header documents it.
@@ -170,6 +173,10 @@ struct OpEntry {
   // inputs [0, n)); null: input 0 only.
   WritesFn in_place_writes = nullptr;
   bool repeats_last_input = false;  // cat: any number of inputs like the last one
+  // Whether each kernel takes bfloat16 and float16 tensors as they are; one that does not is
+  // handed float32 copies (Note [Reduced-precision compute] in ops/reduced_compute.h).
+  bool cpu_takes_reduced = false;
+  bool cuda_takes_reduced = false;
 
   // The number of inputs a call with these attributes takes (dispatch checks it first, so that
   // no `infer` reads an input that is not there).

@@ -33,8 +33,8 @@ void infer_layer_norm(const OpCall& call, OutputSpecs& outputs) {
   }
   GROVE_INTERNAL_ASSERT(next == call.inputs.size(), "layer_norm got unexpected inputs");
   outputs.add(x.sizes(), x.dtype());
-  outputs.add(stats_sizes, x.dtype());  // mean
-  outputs.add(stats_sizes, x.dtype());  // rstd
+  outputs.add(stats_sizes, compute_dtype(x.dtype()));  // mean
+  outputs.add(stats_sizes, compute_dtype(x.dtype()));  // rstd
 }
 
 // grad, x: (*, N1, ..., Nk); mean, rstd: (*, 1, ..., 1); weight (if has_weight):
@@ -51,8 +51,9 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   for (std::size_t i = 0; i < 2; ++i) {
     const Tensor& stat = call.input(2 + i);
     GROVE_OP_CHECK(
-        call, stat.sizes() == IntArrayRef(stats_sizes) && stat.dtype() == x.dtype(), "expected ",
-        names[i], " of shape and dtype ", x.dtype(), IntArrayRef(stats_sizes),
+        call, stat.sizes() == IntArrayRef(stats_sizes) && stat.dtype() == compute_dtype(x.dtype()),
+        "expected ", names[i], " of shape and dtype ", compute_dtype(x.dtype()),
+        IntArrayRef(stats_sizes),
         " (layer_norm_with_stats' output for this input), but got ", stat.dtype(), stat.sizes());
   }
   if (a.has_weight) check_norm_parameter(call, x, call.input(4), a.normalized_shape, "weight");
@@ -82,7 +83,11 @@ std::string describe_layer_norm_backward(const OpAttributes& a) {
 constexpr InputSpec kLayerNormInputs[] = {
     {"x"}, {"weight", InputDTypes::Floating, true}, {"bias", InputDTypes::Floating, true}};
 constexpr InputSpec kLayerNormBackwardInputs[] = {
-    {"grad"}, {"x"}, {"mean"}, {"rstd"}, {"weight", InputDTypes::Floating, true}};
+    {"grad"},
+    {"x"},
+    {"mean", InputDTypes::Statistics},
+    {"rstd", InputDTypes::Statistics},
+    {"weight", InputDTypes::Floating, true}};
 
 // Outputs: y, mean, rstd.
 constexpr OpEntry kLayerNorm{.kind = OpKind::LayerNorm,

@@ -91,17 +91,20 @@ constexpr OpEntry kMatmul{.kind = OpKind::Matmul,
                           .inputs = kMatmulInputs,
                           .infer = infer_matmul,
                           .cpu = cpu::matmul,
-                          .cuda = GROVE_CUDA_KERNEL(matmul)};
+                          .cuda = GROVE_CUDA_KERNEL(matmul),
+                          .cuda_takes_reduced = true};
 constexpr OpEntry kBmm{.kind = OpKind::Bmm,
                        .inputs = kMatmulInputs,
                        .infer = infer_bmm,
                        .cpu = cpu::matmul,
-                       .cuda = GROVE_CUDA_KERNEL(matmul)};
+                       .cuda = GROVE_CUDA_KERNEL(matmul),
+                       .cuda_takes_reduced = true};
 constexpr OpEntry kLinear{.kind = OpKind::Linear,
                           .inputs = kLinearInputs,
                           .infer = infer_linear,
                           .cpu = cpu::linear,
-                          .cuda = GROVE_CUDA_KERNEL(linear)};
+                          .cuda = GROVE_CUDA_KERNEL(linear),
+                          .cuda_takes_reduced = true};
 
 }  // namespace
 

@@ -56,6 +56,7 @@ namespace grove::ops {
   X(Uniform, "uniform_") X(Normal, "normal_")                                               \
   /* optim.h: fused optimizer updates */                                                    \
   X(SgdStep, "sgd_") X(AdamwStep, "adamw_")                                                 \
+  X(UnscaleGrads, "unscale_grads_") X(UpdateScale, "update_scale_")                         \
   /* reduce.h */                                                                            \
   X(Sum, "sum") X(Mean, "mean") X(Max, "max") X(Argmax, "argmax") X(Var, "var")             \
   /* linalg.h */                                                                            \

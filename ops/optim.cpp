@@ -127,9 +127,10 @@ void check_hyperparameter(const OpCall& call, const char* name, double value, bo
                  value);
 }
 
-// The learning-rate tensor (the call's last input): one floating element, its own memory.
-void check_lr_tensor(const OpCall& call, std::size_t tensors) {
-  const Tensor& lr = call.inputs.back();
+// The learning-rate tensor (the call's last input, or the one before found_inf): one floating
+// element, its own memory.
+void check_lr_tensor(const OpCall& call, std::size_t tensors, bool skips) {
+  const Tensor& lr = call.inputs[call.inputs.size() - (skips ? 2 : 1)];
   GROVE_OP_CHECK(call,
                  lr.numel() == 1 && (lr.dtype() == DType::Float32 || lr.dtype() == DType::Float64),
                  "expected lr to be a one-element float32 or float64 tensor holding the learning "
@@ -141,17 +142,32 @@ void check_lr_tensor(const OpCall& call, std::size_t tensors) {
   }
 }
 
-// Inputs (param, grad[, velocity][, lr]), or n params, n grads[, n velocities][, lr].
-// Attributes: SgdAttributes (ops/attributes.h).
+// GradScaler's flag (the call's last input when it skips on it): one float32 element, its own
+// memory (Note [Loss scaling on the device]).
+void check_found_inf(const OpCall& call, std::size_t tensors) {
+  const Tensor& found_inf = call.inputs.back();
+  GROVE_OP_CHECK(call, found_inf.numel() == 1 && found_inf.dtype() == DType::Float32,
+                 "expected found_inf to be a one-element float32 tensor (GradScaler's flag), but "
+                 "got ",
+                 found_inf.dtype(), found_inf.sizes());
+  for (std::size_t i = 0; i < tensors; ++i) {
+    GROVE_OP_CHECK(call, !overlap(call.input(i), found_inf), "input ", i,
+                   " shares memory with found_inf; the flag needs its own tensor");
+  }
+}
+
+// Inputs (param, grad[, velocity][, lr][, found_inf]), or n params, n grads[, n velocities][, lr]
+// [, found_inf]. Attributes: SgdAttributes (ops/attributes.h).
 void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "velocity"};
-  const auto [lr, momentum, weight_decay, nesterov, lr_from_tensor, params] =
+  const auto [lr, momentum, weight_decay, nesterov, lr_from_tensor, params, skips] =
       SgdAttributes::from(call.attributes);
-  const std::size_t lr_inputs = lr_from_tensor ? 1 : 0;
-  if (params != 1) check_param_count(call, params, momentum != 0 ? 3 : 2, lr_inputs);
-  const std::size_t tensors = call.inputs.size() - lr_inputs;
+  const std::size_t others = (lr_from_tensor ? 1 : 0) + (skips ? 1 : 0);
+  if (params != 1) check_param_count(call, params, momentum != 0 ? 3 : 2, others);
+  const std::size_t tensors = call.inputs.size() - others;
+  if (skips) check_found_inf(call, tensors);
   if (lr_from_tensor) {
-    check_lr_tensor(call, tensors);
+    check_lr_tensor(call, tensors, skips);
   } else {
     check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
   }
@@ -166,16 +182,19 @@ void infer_sgd(const OpCall& call, OutputSpecs& outputs) {
   outputs.in_place = true;
 }
 
-// Inputs (param, grad, exp_avg, exp_avg_sq, step[, lr]), or n of each of the first four, then
-// step[, lr]. Attributes: AdamwAttributes.
+// Inputs (param, grad, exp_avg, exp_avg_sq, step[, lr][, found_inf]), or n of each of the first
+// four, then step[, lr][, found_inf]. Attributes: AdamwAttributes.
 void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   static const char* const kNames[] = {"param", "grad", "exp_avg", "exp_avg_sq"};
-  const auto [lr, beta1, beta2, eps, weight_decay, lr_from_tensor, params] =
+  const auto [lr, beta1, beta2, eps, weight_decay, lr_from_tensor, params, skips] =
       AdamwAttributes::from(call.attributes);
-  if (params != 1) check_param_count(call, params, 4, lr_from_tensor ? 2 : 1);
+  if (params != 1) {
+    check_param_count(call, params, 4, 1 + (lr_from_tensor ? 1 : 0) + (skips ? 1 : 0));
+  }
   const std::size_t tensors = 4 * static_cast<std::size_t>(params);
+  if (skips) check_found_inf(call, tensors + 1);
   if (lr_from_tensor) {
-    check_lr_tensor(call, tensors + 1);
+    check_lr_tensor(call, tensors + 1, skips);
   } else {
     check_hyperparameter(call, "lr", lr, lr >= 0, ">= 0");
   }
@@ -199,28 +218,92 @@ void infer_adamw(const OpCall& call, OutputSpecs& outputs) {
   outputs.in_place = true;
 }
 
+// A one-element float32 tensor of the loss-scaling ops (ops/optim.h).
+void check_flag(const OpCall& call, const Tensor& t, const char* name, DType dtype) {
+  GROVE_OP_CHECK(call, t.numel() == 1 && t.dtype() == dtype, "expected ", name, " to be a ",
+                 "one-element ", dtype, " tensor, but got ", t.dtype(), t.sizes());
+}
+
+// Inputs (grads..., found_inf, scale). Attributes: UnscaleAttributes.
+void infer_unscale(const OpCall& call, OutputSpecs& outputs) {
+  const std::int64_t grads = UnscaleAttributes::from(call.attributes).grads;
+  GROVE_OP_CHECK(call, grads >= 1 && grads <= kMaxOptimParams, "expected grads (the number of ",
+                 "gradients) in [1, ", kMaxOptimParams, "], but got ", grads);
+  const auto n = static_cast<std::size_t>(grads);
+  GROVE_OP_CHECK(call, call.inputs.size() == n + 2, "expected the ", n,
+                 " gradients, then found_inf and scale, but got ", call.inputs.size(), " inputs");
+  const Tensor& found_inf = call.input(n);
+  const Tensor& scale = call.input(n + 1);
+  check_flag(call, found_inf, "found_inf", DType::Float32);
+  check_flag(call, scale, "scale", DType::Float32);
+  GROVE_OP_CHECK(call, !overlap(found_inf, scale), "found_inf and scale share memory");
+  for (std::size_t i = 0; i < n; ++i) {
+    const Tensor& grad = call.input(i);
+    GROVE_OP_CHECK(call, is_floating_point(grad.dtype()), "expected floating-point gradients, ",
+                   "but gradient ", i, " is ", grad.dtype());
+    GROVE_OP_CHECK(call, !overlap(grad, found_inf) && !overlap(grad, scale), "gradient ", i,
+                   " shares memory with found_inf or scale; each needs its own tensor");
+  }
+  for (std::size_t i = 1; i < n; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!call.input(i).is_alias_of(call.input(j))) continue;  // the usual case: cheap
+      GROVE_OP_CHECK(call, !overlap(call.input(i), call.input(j)), "gradients ", j, " and ", i,
+                     " share memory; each would be unscaled twice");
+    }
+  }
+  outputs.in_place = true;
+}
+
+// Inputs (scale, growth_tracker, found_inf). Attributes: UpdateScaleAttributes.
+void infer_update_scale(const OpCall& call, OutputSpecs& outputs) {
+  const auto [growth, backoff, interval] = UpdateScaleAttributes::from(call.attributes);
+  check_hyperparameter(call, "growth_factor", growth, growth > 1, "> 1");
+  check_hyperparameter(call, "backoff_factor", backoff, backoff > 0 && backoff < 1, "in (0, 1)");
+  GROVE_OP_CHECK(call, interval >= 1 && interval <= INT32_MAX, "expected growth_interval in [1, ",
+                 INT32_MAX, "], but got ", interval);
+  check_flag(call, call.input(0), "scale", DType::Float32);
+  check_flag(call, call.input(1), "growth_tracker", DType::Int32);
+  check_flag(call, call.input(2), "found_inf", DType::Float32);
+  GROVE_OP_CHECK(call,
+                 !overlap(call.input(0), call.input(1)) && !overlap(call.input(0), call.input(2)) &&
+                     !overlap(call.input(1), call.input(2)),
+                 "scale, growth_tracker and found_inf must not share memory");
+  outputs.in_place = true;
+}
+
+InputCount unscale_input_count(const OpAttributes& attributes) {
+  const std::int64_t grads = UnscaleAttributes::from(attributes).grads;
+  if (grads < 1 || grads > kMaxOptimParams) return {0, InputCount::kAny};  // infer says why
+  return InputCount::exactly(static_cast<std::size_t>(grads) + 2);
+}
+
+std::size_t unscale_writes(const OpAttributes& attributes) {
+  const std::int64_t grads = UnscaleAttributes::from(attributes).grads;
+  return grads >= 1 && grads <= kMaxOptimParams ? static_cast<std::size_t>(grads) : 1;
+}
+
 // A parameter count infer_sgd and infer_adamw accept (they refuse others with their own
 // message, so the counts below accept any number of inputs for them).
 bool valid_param_count(std::int64_t params) {
   return params >= 1 && params <= kMaxOptimParams;
 }
 
-// (param, grad[, velocity][, lr]), or n of each but lr.
+// (param, grad[, velocity][, lr][, found_inf]), or n of each but lr and found_inf.
 InputCount sgd_input_count(const OpAttributes& attributes) {
   const SgdAttributes a = SgdAttributes::from(attributes);
-  const std::size_t lr = a.lr_from_tensor ? 1 : 0;
-  if (a.params == 1) return {2 + lr, 3 + lr};
+  const std::size_t others = (a.lr_from_tensor ? 1 : 0) + (a.skip_if_found_inf ? 1 : 0);
+  if (a.params == 1) return {2 + others, 3 + others};
   if (!valid_param_count(a.params)) return {0, InputCount::kAny};
   const auto n = static_cast<std::size_t>(a.params);
-  return InputCount::exactly(n * (a.momentum != 0 ? 3 : 2) + lr);
+  return InputCount::exactly(n * (a.momentum != 0 ? 3 : 2) + others);
 }
 
-// (param, grad, exp_avg, exp_avg_sq, step[, lr]), n of each of the first four.
+// (param, grad, exp_avg, exp_avg_sq, step[, lr][, found_inf]), n of each of the first four.
 InputCount adamw_input_count(const OpAttributes& attributes) {
   const AdamwAttributes a = AdamwAttributes::from(attributes);
   if (!valid_param_count(a.params)) return {0, InputCount::kAny};
   return InputCount::exactly(4 * static_cast<std::size_t>(a.params) + 1 +
-                             (a.lr_from_tensor ? 1 : 0));
+                             (a.lr_from_tensor ? 1 : 0) + (a.skip_if_found_inf ? 1 : 0));
 }
 
 // Both write their n parameters, inputs [0, n); the states they also write are
@@ -239,13 +322,22 @@ std::size_t adamw_writes(const OpAttributes& attributes) {
 constexpr InputSpec kSgdInputs[] = {{"param"},
                                     {"grad"},
                                     {"velocity", InputDTypes::Floating, true},
-                                    {"lr", InputDTypes::Floating, true}};
+                                    {"lr", InputDTypes::Floating, true},
+                                    {"found_inf", InputDTypes::Count, true}};
 constexpr InputSpec kAdamwInputs[] = {{"param"},
                                       {"grad"},
                                       {"exp_avg"},
                                       {"exp_avg_sq"},
                                       {"step", InputDTypes::Count},
-                                      {"lr", InputDTypes::Floating, true}};
+                                      {"lr", InputDTypes::Floating, true},
+                                      {"found_inf", InputDTypes::Count, true}};
+
+// One gradient's layout (a call over n gradients repeats it n times, then the two flags).
+constexpr InputSpec kUnscaleInputs[] = {
+    {"grad"}, {"found_inf", InputDTypes::Count}, {"scale", InputDTypes::Count}};
+constexpr InputSpec kUpdateScaleInputs[] = {{"scale", InputDTypes::Count},
+                                            {"growth_tracker", InputDTypes::Count},
+                                            {"found_inf", InputDTypes::Count}};
 
 constexpr OpEntry kSgd{.kind = OpKind::SgdStep,
                        .inputs = kSgdInputs,
@@ -263,6 +355,20 @@ constexpr OpEntry kAdamw{.kind = OpKind::AdamwStep,
                          .describe = describe_as<AdamwAttributes>,
                          .input_count = adamw_input_count,
                          .in_place_writes = adamw_writes};
+constexpr OpEntry kUnscale{.kind = OpKind::UnscaleGrads,
+                           .inputs = kUnscaleInputs,
+                           .infer = infer_unscale,
+                           .cpu = cpu::unscale_grads,
+                           .cuda = GROVE_CUDA_KERNEL(unscale_grads),
+                           .describe = describe_as<UnscaleAttributes>,
+                           .input_count = unscale_input_count,
+                           .in_place_writes = unscale_writes};
+constexpr OpEntry kUpdateScale{.kind = OpKind::UpdateScale,
+                               .inputs = kUpdateScaleInputs,
+                               .infer = infer_update_scale,
+                               .cpu = cpu::update_scale,
+                               .cuda = GROVE_CUDA_KERNEL(update_scale),
+                               .describe = describe_as<UpdateScaleAttributes>};
 
 }  // namespace
 
@@ -325,11 +431,16 @@ void append_list(std::vector<Tensor>& inputs, std::span<const Tensor> list, std:
 }  // namespace
 
 void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
-          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options) {
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options,
+          const Tensor& found_inf) {
   GROVE_CHECK(!params.empty(), "sgd_: expected at least one parameter, but the list is empty");
-  const SgdAttributes attributes{options.lr,           options.momentum,
-                                 options.weight_decay, options.nesterov,
-                                 lr.defined(),         static_cast<std::int64_t>(params.size())};
+  const SgdAttributes attributes{options.lr,
+                                 options.momentum,
+                                 options.weight_decay,
+                                 options.nesterov,
+                                 lr.defined(),
+                                 static_cast<std::int64_t>(params.size()),
+                                 found_inf.defined()};
   std::vector<Tensor> inputs;
   inputs.reserve(3 * params.size() + 1);
   append_list(inputs, params, params.size(), "sgd_", "parameter");
@@ -341,12 +452,14 @@ void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
     append_list(inputs, velocities, params.size(), "sgd_", "velocity");
   }
   if (lr.defined()) inputs.push_back(lr);
+  if (found_inf.defined()) inputs.push_back(found_inf);
   dispatch(kSgd, inputs, attributes.to_attributes());
 }
 
 void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
             std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
-            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options) {
+            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options,
+            const Tensor& found_inf) {
   GROVE_CHECK(!params.empty(), "adamw_: expected at least one parameter, but the list is empty");
   const AdamwAttributes attributes{options.lr,
                                    options.beta1,
@@ -354,7 +467,8 @@ void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
                                    options.eps,
                                    options.weight_decay,
                                    lr.defined(),
-                                   static_cast<std::int64_t>(params.size())};
+                                   static_cast<std::int64_t>(params.size()),
+                                   found_inf.defined()};
   std::vector<Tensor> inputs;
   inputs.reserve(4 * params.size() + 2);
   append_list(inputs, params, params.size(), "adamw_", "parameter");
@@ -363,11 +477,30 @@ void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
   append_list(inputs, exp_avg_sqs, params.size(), "adamw_", "exp_avg_sq");
   inputs.push_back(step);
   if (lr.defined()) inputs.push_back(lr);
+  if (found_inf.defined()) inputs.push_back(found_inf);
   dispatch(kAdamw, inputs, attributes.to_attributes());
 }
 
+void unscale_grads_(std::span<const Tensor> grads, const Tensor& found_inf, const Tensor& scale) {
+  GROVE_CHECK(!grads.empty(), "unscale_grads_: expected at least one gradient, but the list is "
+              "empty");
+  std::vector<Tensor> inputs(grads.begin(), grads.end());
+  inputs.push_back(found_inf);
+  inputs.push_back(scale);
+  dispatch(kUnscale, inputs,
+           UnscaleAttributes{static_cast<std::int64_t>(grads.size())}.to_attributes());
+}
+
+const Tensor& update_scale_(const Tensor& scale, const Tensor& growth_tracker,
+                            const Tensor& found_inf, double growth_factor, double backoff_factor,
+                            std::int64_t growth_interval) {
+  dispatch(kUpdateScale, {scale, growth_tracker, found_inf},
+           UpdateScaleAttributes{growth_factor, backoff_factor, growth_interval}.to_attributes());
+  return scale;
+}
+
 std::span<const OpEntry> optim_entries() {
-  static constexpr OpEntry kEntries[] = {kSgd, kAdamw};
+  static constexpr OpEntry kEntries[] = {kSgd, kAdamw, kUnscale, kUpdateScale};
   return kEntries;
 }
 

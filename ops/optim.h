@@ -89,11 +89,45 @@ const Tensor& adamw_(const Tensor& param, const Tensor& grad, const Tensor& exp_
 //     (it has no derivative; optimizers call it inside a NoGradGuard).
 //   - sgd_ takes velocities exactly when momentum != 0 (empty otherwise); an undefined `lr`
 //     means options.lr, fixed when the call is made or traced.
+//   - `found_inf` (optional): GradScaler's flag, one float32 element read when the kernel runs;
+//     when it is not 0 the call writes nothing (Note [Loss scaling on the device] below).
 void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
-          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options);
+          std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options,
+          const Tensor& found_inf = Tensor());
 void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
             std::span<const Tensor> exp_avgs, std::span<const Tensor> exp_avg_sqs,
-            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options);
+            const Tensor& step, const Tensor& lr, const AdamwHyperparameters& options,
+            const Tensor& found_inf = Tensor());
+
+// Note [Loss scaling on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// float16 holds magnitudes from 6e-5 (smaller ones lose digits, below 6e-8 they are zero) to
+// 65504, and the gradients of a float16 forward often fall below that range. Loss scaling
+// multiplies the loss by a large factor S before the backward, so every gradient is S times
+// larger, divides them by S before the update, and when some scaled gradient overflowed (inf or
+// NaN) skips that step's update and halves S; after `growth_interval` steps without overflow it
+// doubles S. PyTorch's GradScaler reads the overflow flag on the host each step to decide whether
+// to call the optimizer: a synchronisation, and a branch no captured graph can hold. grove keeps
+// the decision on the device, in three ops that read their flags when their kernels run:
+//   unscale_grads_  gradients *= 1/S (1/S rounded to float32 once, as PyTorch), found_inf = 1
+//                   when any of them holds an inf or a NaN (it is never reset here: zero it first);
+//   sgd_, adamw_    given found_inf, they leave every tensor untouched when it is not 0;
+//   update_scale_   S *= backoff_factor and growth_tracker = 0 when found_inf is not 0; else
+//                   growth_tracker += 1, and when it reaches growth_interval, S *= growth_factor
+//                   (if the product is finite) and growth_tracker = 0.
+// A whole training step with loss scaling is then one graph that replays correctly whatever the
+// overflow pattern (models/optim/grad_scaler.h puts them together).
+//
+// The gradients (each any floating dtype, any strides, none overlapping another or the flags)
+// are written in place and their versions bumped; found_inf (one float32 element) is written
+// too, like an optimizer's state. scale (one float32 element) is read when the kernel runs.
+void unscale_grads_(std::span<const Tensor> grads, const Tensor& found_inf, const Tensor& scale);
+// scale: one float32 element > 0; growth_tracker: one int32 element; found_inf as above. Writes
+// scale (returned) and growth_tracker. growth_factor > 1 (finite), 0 < backoff_factor < 1,
+// growth_interval >= 1.
+const Tensor& update_scale_(const Tensor& scale, const Tensor& growth_tracker,
+                            const Tensor& found_inf, double growth_factor, double backoff_factor,
+                            std::int64_t growth_interval);
 
 // Learning rates in tensors. Captured graphs (and compiled steps) keep the hyperparameters of
 // options as kernel arguments, fixed when the update is captured or traced: with them, a

@@ -110,6 +110,60 @@ GROVE_HOST_DEVICE inline double read_lr(const LrSource& source, double fixed) {
   return source.data != nullptr ? read_step(source.data, source.dtype_code) : fixed;
 }
 
+// Where an update reads GradScaler's found_inf when the kernel runs: a one-element float32 tensor
+// (the call's last input when it skips on found_inf), or nowhere (null: never skipped). See
+// Note [Loss scaling on the device] in ops/optim.h.
+struct SkipSource {
+  const float* found_inf = nullptr;
+};
+
+// True if the update must leave every tensor as it is.
+GROVE_HOST_DEVICE inline bool skipped(const SkipSource& source) {
+  return source.found_inf != nullptr && *source.found_inf != 0.0f;
+}
+
+// --- loss scaling (Note [Loss scaling on the device] in ops/optim.h) ---
+
+// False for inf and NaN (x - x is NaN for both, 0 for every finite x).
+template <typename T>
+GROVE_HOST_DEVICE inline bool is_finite_value(T x) {
+  return x - x == T(0);
+}
+
+// 1 / scale, computed in double and rounded to float32 once, as PyTorch's GradScaler does.
+GROVE_HOST_DEVICE inline float inverse_scale(float scale) {
+  return static_cast<float>(1.0 / static_cast<double>(scale));
+}
+
+// One gradient element of unscale_grads_: multiplied by the inverse scale; true if it was not
+// finite.
+template <typename T>
+GROVE_HOST_DEVICE inline bool unscale_element(T& grad, float inverse) {
+  const bool bad = !is_finite_value(grad);
+  grad = static_cast<T>(grad * static_cast<T>(inverse));
+  return bad;
+}
+
+// update_scale_'s whole update, in float32 as PyTorch's.
+GROVE_HOST_DEVICE inline void update_scale_value(float& scale, std::int32_t& growth_tracker,
+                                                 float found_inf, double growth_factor,
+                                                 double backoff_factor,
+                                                 std::int64_t growth_interval) {
+  if (found_inf != 0.0f) {
+    scale = scale * static_cast<float>(backoff_factor);
+    growth_tracker = 0;
+    return;
+  }
+  const std::int64_t grown_steps = static_cast<std::int64_t>(growth_tracker) + 1;
+  if (grown_steps < growth_interval) {
+    growth_tracker = static_cast<std::int32_t>(grown_steps);
+    return;
+  }
+  const float grown = scale * static_cast<float>(growth_factor);
+  if (is_finite_value(grown)) scale = grown;
+  growth_tracker = 0;
+}
+
 // Host-side helpers of both kernels.
 
 // How many parameters the call updates (1, or the attribute `params`; ops/optim.h).
@@ -120,12 +174,20 @@ inline std::size_t optim_params(const OpCall& call) {
   return static_cast<std::size_t>(params);
 }
 
+// Whether the call skips its update when found_inf (its last input) is not 0.
+inline bool optim_skips(const OpCall& call) {
+  return call.kind == OpKind::AdamwStep ? AdamwAttributes::from(call.attributes).skip_if_found_inf
+                                        : SgdAttributes::from(call.attributes).skip_if_found_inf;
+}
+
 // How many tensors each parameter has in the call: itself, its gradient and its states (all
-// inputs but the learning-rate tensor, the last input when there is one, and AdamW's step).
+// inputs but AdamW's step, the learning-rate tensor and found_inf, the last inputs when there
+// are any).
 inline std::size_t optim_tensors(const OpCall& call) {
   if (call.kind == OpKind::AdamwStep) return 4;
   const std::size_t lr = SgdAttributes::from(call.attributes).lr_from_tensor ? 1 : 0;
-  return (call.inputs.size() - lr) / optim_params(call);
+  const std::size_t found_inf = optim_skips(call) ? 1 : 0;
+  return (call.inputs.size() - lr - found_inf) / optim_params(call);
 }
 
 // Operand `operand` (0 param, 1 grad, 2... states) of parameter `param`: the inputs are grouped
@@ -139,8 +201,13 @@ inline LrSource lr_source(const OpCall& call) {
                                ? AdamwAttributes::from(call.attributes).lr_from_tensor
                                : SgdAttributes::from(call.attributes).lr_from_tensor;
   if (!from_tensor) return {};
-  const Tensor& lr = call.inputs.back();
+  const Tensor& lr = call.inputs[call.inputs.size() - (optim_skips(call) ? 2 : 1)];
   return {lr.data_ptr(), static_cast<int>(lr.dtype())};
+}
+
+inline SkipSource skip_source(const OpCall& call) {
+  if (!optim_skips(call)) return {};
+  return {static_cast<const float*>(call.inputs.back().data_ptr())};
 }
 
 // The loop runs over the first kOperands inputs; a missing one (SGD without velocity) borrows
@@ -207,7 +274,7 @@ void for_each_param(const OpCall& call, Body&& body) {
     a.params = 1;
     attributes = a.to_attributes();
   }
-  const std::size_t others = call.inputs.size() - params * operands;  // step, lr
+  const std::size_t others = call.inputs.size() - params * operands;  // step, lr, found_inf
   std::vector<Tensor> inputs(operands + others);
   for (std::size_t p = 0; p < params; ++p) {
     for (std::size_t k = 0; k < operands; ++k) inputs[k] = optim_operand(call, k, p);

@@ -16,15 +16,16 @@
 
 namespace grove::ops {
 
-// Counters for `numel` elements of a float32 or float64 uniform fill (rand, uniform_).
+// Counters for `numel` elements of a float32 or float64 uniform fill (rand, uniform_). bfloat16
+// and float16 draw float32 numbers and round them (Note [Reduced-precision compute]).
 inline std::uint64_t counters_for_uniform(DType dtype, std::int64_t numel) {
-  const std::int64_t per_counter = dtype == DType::Float32 ? 4 : 2;
+  const std::int64_t per_counter = dtype == DType::Float64 ? 2 : 4;
   return static_cast<std::uint64_t>((numel + per_counter - 1) / per_counter);
 }
 
-// Counters for `numel` elements of a float32 or float64 normal fill (randn, normal_).
+// Counters for `numel` elements of a float32 or float64 normal fill (randn, normal_), as above.
 inline std::uint64_t counters_for_normal(DType dtype, std::int64_t numel) {
-  const std::int64_t per_counter = dtype == DType::Float32 ? 4 : 2;
+  const std::int64_t per_counter = dtype == DType::Float64 ? 2 : 4;
   return static_cast<std::uint64_t>((numel + per_counter - 1) / per_counter);
 }
 

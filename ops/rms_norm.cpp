@@ -29,7 +29,7 @@ void infer_rms_norm(const OpCall& call, OutputSpecs& outputs) {
                  a.eps);
   if (a.has_weight) check_norm_parameter(call, x, call.input(1), a.normalized_shape, "weight");
   outputs.add(x.sizes(), x.dtype());    // y
-  outputs.add(stats_sizes, x.dtype());  // rrms
+  outputs.add(stats_sizes, compute_dtype(x.dtype()));  // rrms
 }
 
 // grad, x: (*, N1, ..., Nk); rrms: (*, 1, ..., 1); weight (if has_weight): normalized_shape.
@@ -42,8 +42,11 @@ void infer_rms_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, grad.sizes() == x.sizes() && grad.dtype() == x.dtype(),
                  "expected grad of the input's shape and dtype ", x.dtype(), x.sizes(),
                  ", but got ", grad.dtype(), grad.sizes());
-  GROVE_OP_CHECK(call, rrms.sizes() == IntArrayRef(stats_sizes) && rrms.dtype() == x.dtype(),
-                 "expected rrms of shape and dtype ", x.dtype(), IntArrayRef(stats_sizes),
+  GROVE_OP_CHECK(call,
+                 rrms.sizes() == IntArrayRef(stats_sizes) &&
+                     rrms.dtype() == compute_dtype(x.dtype()),
+                 "expected rrms of shape and dtype ", compute_dtype(x.dtype()),
+                 IntArrayRef(stats_sizes),
                  " (rms_norm_with_stats' output for this input), but got ", rrms.dtype(),
                  rrms.sizes());
   if (a.has_weight) check_norm_parameter(call, x, call.input(3), a.normalized_shape, "weight");
@@ -67,7 +70,7 @@ std::string describe_rms_norm_backward(const OpAttributes& a) {
 
 constexpr InputSpec kRmsNormInputs[] = {{"x"}, {"weight", InputDTypes::Floating, true}};
 constexpr InputSpec kRmsNormBackwardInputs[] = {
-    {"grad"}, {"x"}, {"rrms"}, {"weight", InputDTypes::Floating, true}};
+    {"grad"}, {"x"}, {"rrms", InputDTypes::Statistics}, {"weight", InputDTypes::Floating, true}};
 
 // Outputs: y, rrms.
 constexpr OpEntry kRmsNorm{.kind = OpKind::RmsNorm,

@@ -68,7 +68,9 @@ void infer_loss(const OpCall& call, OutputSpecs& outputs) {
   check_scores_and_targets(call, scores, call.input(1));
   outputs.add({}, scores.dtype());
   // See Note [Cross-entropy saves the log-sum-exp].
-  if (call.kind == OpKind::CrossEntropy) outputs.add({scores.sizes()[0]}, scores.dtype());
+  if (call.kind == OpKind::CrossEntropy) {
+    outputs.add({scores.sizes()[0]}, compute_dtype(scores.dtype()));  // lse, for the backward
+  }
 }
 
 // cross_entropy_backward and nll_loss_backward: grad (0-d), scores, targets, and for
@@ -84,8 +86,9 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
     const Tensor& lse = call.input(3);
     GROVE_OP_CHECK(
         call,
-        lse.dim() == 1 && lse.sizes()[0] == scores.sizes()[0] && lse.dtype() == scores.dtype(),
-        "expected lse of shape [", scores.sizes()[0], "] and dtype ", scores.dtype(),
+        lse.dim() == 1 && lse.sizes()[0] == scores.sizes()[0] &&
+            lse.dtype() == compute_dtype(scores.dtype()),
+        "expected lse of shape [", scores.sizes()[0], "] and dtype ", compute_dtype(scores.dtype()),
         " (the cross_entropy op's second output), but got ", lse.dtype(), lse.sizes());
   }
   outputs.add(scores.sizes(), scores.dtype());
@@ -95,7 +98,7 @@ constexpr InputSpec kSoftmaxInputs[] = {{"x"}};
 constexpr InputSpec kCrossEntropyInputs[] = {{"logits"}, {"targets", InputDTypes::Index}};
 constexpr InputSpec kNllLossInputs[] = {{"log_probs"}, {"targets", InputDTypes::Index}};
 constexpr InputSpec kCrossEntropyBackwardInputs[] = {
-    {"grad"}, {"logits"}, {"targets", InputDTypes::Index}, {"lse"}};
+    {"grad"}, {"logits"}, {"targets", InputDTypes::Index}, {"lse", InputDTypes::Statistics}};
 constexpr InputSpec kNllLossBackwardInputs[] = {
     {"grad"}, {"log_probs"}, {"targets", InputDTypes::Index}};
 

@@ -5,6 +5,7 @@
 #   anchors' settings (SGD lr 0.1, momentum 0.9, batch 128: libtorch reaches 0.822 and 0.871);
 #   gpt: 2000 steps (validation loss well below the corpus's unigram entropy, printed first).
 #   DEVICE=cuda scripts/acceptance.sh   # on a GPU (default: cpu)
+#   PRECISION=bf16 DEVICE=cuda scripts/acceptance.sh   # in bf16 (or fp16; default: grove's)
 #   GROVE=path/to/grove RUNS="mlp cnn" scripts/acceptance.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,9 @@ grove=${GROVE:-build/models/program/grove}
 device=${DEVICE:-cpu}
 runs=${RUNS:-mlp cnn anchors gpt}
 [[ -x $grove ]] || { echo "acceptance: build grove first (scripts/demo.sh builds it)" >&2; exit 1; }
-train() { "$grove" train --device "$device" --plain --json "$@"; }
+precision=()
+[[ -n ${PRECISION:-} ]] && precision=(--precision "$PRECISION")
+train() { "$grove" train --device "$device" --plain --json "${precision[@]}" "$@"; }
 for run in $runs; do
   case $run in
     mlp) for mode in eager graphed; do train --model mlp --mode $mode --epochs 5; done ;;

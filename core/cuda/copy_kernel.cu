@@ -119,8 +119,8 @@ void copy_kernel(void* dst, DType dst_dtype, const void* src, DType src_dtype,
   if (numel == 0) return;
   NarrowLoop narrow;
   const bool is_narrow = narrow_loop(loop, numel, narrow);
-  dispatch_dtype(dst_dtype, "copy_", [&]<typename To>() {
-    dispatch_dtype(src_dtype, "copy_", [&]<typename From>() {
+  dispatch_dtype<DTypes::Stored>(dst_dtype, "copy_", [&]<typename To>() {
+    dispatch_dtype<DTypes::Stored>(src_dtype, "copy_", [&]<typename From>() {
       if (is_narrow) {
         copy_elements_narrow<To, From><<<blocks_for(numel), kThreads, 0, stream>>>(
             static_cast<To*>(dst), static_cast<const From*>(src), narrow,
@@ -138,7 +138,7 @@ void fill_kernel(void* dst, DType dtype, std::uint64_t value_bits, const Strided
                  cudaStream_t stream) {
   const std::int64_t numel = loop_numel(loop.ndim, loop.sizes);
   if (numel == 0) return;
-  dispatch_dtype(dtype, "fill_", [&]<typename T>() {
+  dispatch_dtype<DTypes::Stored>(dtype, "fill_", [&]<typename T>() {
     T value;
     std::memcpy(&value, &value_bits, sizeof(T));
     fill_elements<T>

@@ -46,7 +46,7 @@ void launch_fill(const Tensor& dst, const Scalar& value) {
   const IntArrayRef strides[1] = {dst.strides()};
   const StridedLoop<1> loop = make_loop<1>(dst.sizes(), strides, "fill_");
   std::uint64_t value_bits = 0;
-  dispatch_dtype(dst.dtype(), "fill_", [&]<typename T>() {
+  dispatch_dtype<DTypes::Stored>(dst.dtype(), "fill_", [&]<typename T>() {
     const T typed = value.to<T>();
     std::memcpy(&value_bits, &typed, sizeof(T));
   });

@@ -4,12 +4,14 @@
 #include <sstream>
 
 #include "autograd/grad_mode.h"
+#include "ops/autocast.h"
 
 namespace grove::graphs {
 
 Signature Signature::of(const std::vector<Tensor>& inputs) {
   Signature signature;
   signature.grad_mode = autograd::GradMode::is_enabled();
+  signature.autocast = ops::autocast_dtype();
   signature.inputs.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& input = inputs[i];
@@ -47,6 +49,7 @@ std::string Signature::describe() const {
     }
   }
   out << "), grad " << (grad_mode ? "on" : "off");
+  if (autocast) out << ", autocast " << *autocast;
   return out.str();
 }
 

@@ -11,12 +11,14 @@
 //   - which earlier input, if any, shares its memory, and whether it is the same view of it.
 //     A trace of f(a, a) that writes its first input and reads its second reads the write; a
 //     trace of f(a, b) does not. So calls that alias their inputs differently trace apart.
-// and, for the whole call, whether grad mode is on. The storage offset is not part of it: the
+// and, for the whole call, whether grad mode is on and autocast's dtype (a trace made under an
+// AutocastGuard holds its casts: Note [Autocast] in ops/autocast.h). The storage offset is not part of it: the
 // tree manager copies non-static inputs into buffers of its own, and the trace's views are
 // relative to the input they start from.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,11 +46,13 @@ struct Signature {
   };
   std::vector<Input> inputs;
   bool grad_mode = true;
+  std::optional<DType> autocast;  // the AutocastGuard's dtype; nullopt: autocast off
   friend bool operator==(const Signature&, const Signature&) = default;
 
   // Throws if an input is undefined.
   static Signature of(const std::vector<Tensor>& inputs);
-  // "(float32[128, 784], float32[128] requires_grad), grad on"; strides are shown only when
+  // "(float32[128, 784], float32[128] requires_grad), grad on" (", autocast bfloat16" when
+  // on); strides are shown only when
   // the input is not contiguous, sharing as "= x0" (the same view) or "shares x0".
   std::string describe() const;
 };

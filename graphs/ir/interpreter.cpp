@@ -5,6 +5,7 @@
 
 #include "core/core_observer.h"
 #include "core/error.h"
+#include "ops/autocast.h"
 #include "ops/op_table.h"
 
 namespace grove::graphs {
@@ -222,6 +223,8 @@ std::vector<Tensor> Interpreter::run(std::span<const Tensor> inputs,
                                      std::span<const Tensor> statics) {
   check_arguments(graph_, inputs, graph_.inputs(), "inputs");
   check_arguments(graph_, statics, graph_.statics(), "static inputs");
+  // The graph holds the casts autocast made when it was traced (Note [Autocast]).
+  const ops::AutocastGuard no_autocast(std::nullopt);
   std::vector<Tensor> env(graph_.values().size());
   // The scratch handles are dropped on every way out, a failed op's included (an out of memory
   // in a warm-up or a recording): kept until the next run, they would hold that run's inputs,

@@ -38,7 +38,8 @@ AdamW::AdamW(std::vector<Tensor> params, AdamwOptions options)
   }
 }
 
-void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
+void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor> grads,
+                   const Tensor& found_inf) {
   const ops::AdamwHyperparameters fused{
       .lr = options_.lr,  // ignored: the rate comes from lr_tensor()
       .beta1 = options_.beta1,
@@ -53,7 +54,8 @@ void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor>
     exp_avgs.push_back(exp_avg_[i]);
     exp_avg_sqs.push_back(exp_avg_sq_[i]);
   }
-  ops::adamw_(params, grads, exp_avgs, exp_avg_sqs, step_tensor(), lr_tensor(), fused);
+  ops::adamw_(params, grads, exp_avgs, exp_avg_sqs, step_tensor(), lr_tensor(), fused,
+              found_inf);
 }
 
 }  // namespace grove::optim

@@ -49,7 +49,8 @@ class AdamW : public Optimizer {
   const Tensor& exp_avg_sq(std::size_t index) const { return exp_avg_sq_.at(index); }
 
  protected:
-  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) override;
+  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads,
+              const Tensor& found_inf) override;
 
  private:
   AdamwOptions options_;

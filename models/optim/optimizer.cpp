@@ -71,9 +71,11 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
-void Optimizer::step() {
+void Optimizer::step(const Tensor& found_inf) {
   const autograd::NoGradGuard no_grad;
   ops::add_(step_, one_);
+  // A skipped step does not count: the flag (0 or 1) is taken back on the device.
+  if (found_inf.defined()) ops::add_(step_, found_inf.reshape({}).to(DType::Int64), -1);
   // One update per dtype: the fused updates take parameters of one dtype.
   for (const DType dtype : {DType::Float32, DType::Float64}) {
     std::vector<std::size_t> indices;
@@ -95,7 +97,7 @@ void Optimizer::step() {
       indices.push_back(i);
       grads.push_back(std::move(grad));
     }
-    if (!indices.empty()) update(indices, grads);
+    if (!indices.empty()) update(indices, grads, found_inf);
   }
 }
 

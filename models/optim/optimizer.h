@@ -72,7 +72,10 @@ class Optimizer {
   // keep their state, as in PyTorch), with grad mode off. First advances step_tensor() by one
   // (also when no parameter has a gradient). Launches kernels on the device's current stream
   // and returns without waiting; reads nothing on the host, so it may run in a compiled step.
-  virtual void step();
+  // With `found_inf` (GradScaler's flag: a one-element float32 tensor on the device, 0 or 1),
+  // a step whose flag is 1 changes nothing, the step count included, decided on the device when
+  // the kernels run (Note [Loss scaling on the device] in ops/optim.h).
+  void step(const Tensor& found_inf = Tensor());
 
   // The state a checkpoint saves: {"lr", lr_tensor()}, {"step", step_tensor()}, then the
   // optimizer's buffers as "<buffer>.<parameter index>" ("velocity.3", "exp_avg.0",
@@ -95,8 +98,9 @@ class Optimizer {
   // (Note [One update over many parameters] in ops/optim.h): a step is one kernel on a GPU, not
   // one per parameter. Called by step() with grad mode off, after step_tensor() was advanced,
   // once for each dtype among the parameters that have gradients (indices ascending); must read
-  // nothing on the host.
-  virtual void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) = 0;
+  // nothing on the host, and must hand `found_inf` (undefined, or step()'s) to the fused op.
+  virtual void update(std::span<const std::size_t> indices, std::span<const Tensor> grads,
+                      const Tensor& found_inf) = 0;
 
   // Adds a buffer to state() under "<name>.<index>". Subclasses call it in their constructor.
   void register_buffer(const std::string& name, std::size_t index, Tensor buffer);

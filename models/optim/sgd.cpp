@@ -33,7 +33,8 @@ SGD::SGD(std::vector<Tensor> params, SgdOptions options)
   }
 }
 
-void SGD::update(std::span<const std::size_t> indices, std::span<const Tensor> grads) {
+void SGD::update(std::span<const std::size_t> indices, std::span<const Tensor> grads,
+                 const Tensor& found_inf) {
   const ops::SgdHyperparameters fused{
       .lr = options_.lr,  // ignored: the rate comes from lr_tensor()
       .momentum = options_.momentum,
@@ -45,7 +46,7 @@ void SGD::update(std::span<const std::size_t> indices, std::span<const Tensor> g
     params.push_back(this->params()[i]);
     if (options_.momentum != 0) velocities.push_back(velocity_[i]);
   }
-  ops::sgd_(params, grads, velocities, lr_tensor(), fused);
+  ops::sgd_(params, grads, velocities, lr_tensor(), fused, found_inf);
 }
 
 }  // namespace grove::optim

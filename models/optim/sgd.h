@@ -40,7 +40,8 @@ class SGD : public Optimizer {
   const Tensor& velocity(std::size_t index) const { return velocity_.at(index); }
 
  protected:
-  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads) override;
+  void update(std::span<const std::size_t> indices, std::span<const Tensor> grads,
+              const Tensor& found_inf) override;
 
  private:
   SgdOptions options_;

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/device.h"
+#include "models/train/config.h"
 
 namespace grove::program {
 
@@ -46,6 +47,9 @@ inline void add_commands(CLI::App& app, OnParse on_parse = OnParse::Run) {
 Device parse_device(const std::string& text);
 // cuda when a device is present, else cpu.
 std::string default_device_text();
+// bf16 on a CUDA device with bf16 tensor cores, fp32 elsewhere (the CPU computes bf16 in float32
+// and gains nothing from it).
+train::Precision default_precision(Device device);
 std::string device_text(Device device);
 
 }  // namespace grove::program

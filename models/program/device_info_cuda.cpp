@@ -33,9 +33,18 @@ std::vector<std::string> cuda_device_lines() {
                   static_cast<double>(properties.totalGlobalMem) / (1 << 30));
     lines.push_back("cuda:" + std::to_string(index) + ": " + properties.name + ", sm_" +
                     std::to_string(properties.major) + std::to_string(properties.minor) + ", " +
-                    memory);
+                    memory + ", bf16 tensor cores: " + (properties.major >= 8 ? "yes" : "no"));
   }
   return lines;
+}
+
+bool cuda_has_bf16_tensor_cores(int index) {
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) {
+    cudaGetLastError();  // clear the error
+    return false;
+  }
+  return properties.major >= 8;
 }
 
 std::vector<std::string> cuda_library_lines() {

@@ -11,4 +11,8 @@ std::vector<std::string> cuda_library_lines() {
   return {};
 }
 
+bool cuda_has_bf16_tensor_cores(int /*index*/) {
+  return false;
+}
+
 }  // namespace grove::program

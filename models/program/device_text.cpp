@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "models/program/commands.h"
+#include "models/program/device_info.h"
 
 namespace grove::program {
 
@@ -26,6 +27,12 @@ Device parse_device(const std::string& text) {
 
 std::string default_device_text() {
   return cuda_is_available() ? "cuda" : "cpu";
+}
+
+train::Precision default_precision(Device device) {
+  return device.is_cuda() && cuda_has_bf16_tensor_cores(device.index)
+             ? train::Precision::BFloat16
+             : train::Precision::Float32;
 }
 
 std::string device_text(Device device) {

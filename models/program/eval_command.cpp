@@ -13,6 +13,7 @@
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
 #include "models/zoo/registry.h"
+#include "ops/autocast.h"
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,7 @@ int run_sample(const SampleFlags& flags) {
   model->eval();
   Generator generator(flags.seed);
   const Tensor prompt = data::encode(flags.prompt);
+  const AutocastGuard autocast(train::autocast_dtype(saved.config.precision));  // as it trained
   const Tensor text = spec.generate(*model, prompt.view({1, prompt.numel()}).to(device),
                                     flags.tokens, flags.temperature, generator);
   std::cout << data::decode(text.view({-1}).to(kCPU)) << std::endl;

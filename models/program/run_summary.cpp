@@ -24,6 +24,7 @@ RunSummary summarize(const train::Trainer& trainer, const train::TrainResult& re
   summary.model = config.model;
   summary.device = config.device.to_string();
   summary.mode = train::to_string(config.mode);
+  summary.precision = train::to_string(config.precision);
   summary.epochs = task.trains_in_epochs ? config.epochs : 0;
   summary.steps = trainer.steps_done();
   const std::size_t tail = std::min<std::size_t>(result.losses.size(), 50);
@@ -77,8 +78,9 @@ std::string RunSummary::to_json() const {
   // the function as written.
   const std::uint64_t fallbacks = trees.eager_fallbacks + graph_stats.eager_calls;
   nlohmann::ordered_json object = {
-      {"model", model},   {"device", device}, {"mode", mode},
-      {"epochs", epochs}, {"steps", steps},   {"train_loss", train_loss},
+      {"model", model},     {"device", device}, {"mode", mode},
+      {"precision", precision}, {"epochs", epochs}, {"steps", steps},
+      {"train_loss", train_loss},
   };
   object[zoo::metric_name(metric)] = metric_value;
   object["step_time_ms_median"] = step_time_ms_median;

@@ -1,6 +1,6 @@
 // What a finished `grove train` run reports: a few lines for a person and one JSON line for a
 // script (--json):
-//   {"model","device","mode","epochs","steps","train_loss",<metric>,"step_time_ms_median",
+//   {"model","device","mode","precision","epochs","steps","train_loss",<metric>,"step_time_ms_median",
 //    "samples_per_s","peak_memory_bytes",
 //    "graph_stats":{"warmups","recordings","replays","checkpoints","fallbacks"}}
 // where <metric> is the first of the model's task's metrics (zoo::TaskSpec::metrics):
@@ -21,7 +21,7 @@
 namespace grove::program {
 
 struct RunSummary {
-  std::string model, device, mode;
+  std::string model, device, mode, precision;
   std::int64_t epochs = 0, steps = 0;
   double train_loss = 0.0;
   // The last evaluation's headline figure (NAN when the run evaluated nothing).

@@ -69,6 +69,7 @@ struct TrainFlags {
   std::string model = zoo::kDefaultModel;
   std::string device;
   std::string mode = "eager";
+  std::string precision;
   std::int64_t epochs = 0, steps = 0, batch_size = 0, warmup_steps = 0, train_limit = 0,
                test_limit = 0, checkpoint_every = 0, read_every = 0, nproc = 1;
   double lr = 0, momentum = 0, weight_decay = 0, clip = 0;
@@ -106,13 +107,21 @@ void apply_flags(const TrainFlags& flags, train::TrainConfig& config, bool resum
   if (flags.given("--steps")) config.steps = flags.steps;
   if (flags.given("--mode")) config.mode = train::parse_mode(flags.mode);
   config.device = parse_device(flags.device.empty() ? default_device_text() : flags.device);
+  // Precision is how the step computes (the master weights are float32 in every precision): a
+  // resumed run keeps its own unless the flag changes it.
+  if (flags.given("--precision")) {
+    config.precision = train::parse_precision(flags.precision);
+  } else if (!resuming) {
+    config.precision = default_precision(config.device);
+  }
   config.read_every = flags.read_every;
   if (flags.explain) config.explain = graphs::ExplainLevel::On;
 }
 
 std::string describe(const train::TrainConfig& config, const train::Trainer& trainer) {
   std::string text = "grove train: " + config.model + " on " + config.device.to_string() + ", " +
-                     train::to_string(config.mode) + ", ";
+                     train::to_string(config.mode) + ", " + train::to_string(config.precision) +
+                     ", ";
   if (trainer.spec().task_spec().trains_in_epochs) {
     text += std::to_string(config.epochs) + " epochs of " +
             std::to_string(trainer.batches_per_epoch()) + " steps";
@@ -141,8 +150,8 @@ std::string shell_word(const std::string& value) {
 // settings that shape the numbers come back from the checkpoint.
 std::string resume_command(const TrainFlags& flags, const std::string& checkpoint) {
   std::string command = "grove train --resume --checkpoint " + shell_word(checkpoint);
-  for (const char* option : {"--device", "--mode", "--epochs", "--steps", "--checkpoint-every",
-                             "--metrics", "--read-every", "--nproc"}) {
+  for (const char* option : {"--device", "--mode", "--precision", "--epochs", "--steps",
+                             "--checkpoint-every", "--metrics", "--read-every", "--nproc"}) {
     if (flags.given(option)) {
       command += std::string(" ") + option + " " +
                  shell_word(flags.command->get_option(option)->as<std::string>());
@@ -410,6 +419,12 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")
       ->check(CLI::IsMember({"eager", "graphed"}));
+  command
+      ->add_option("--precision", flags->precision,
+                   "fp32 | bf16 | fp16: the dtype the step computes in (bf16, fp16: autocast, "
+                   "float32 master weights; fp16 scales the loss). Default: bf16 on a GPU with "
+                   "bf16 tensor cores, else fp32")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   const auto number = [](double value) { return format_number(value); };
   command
       ->add_option("--epochs", flags->epochs,

@@ -78,6 +78,7 @@ std::string config_to_json(const TrainConfig& config) {
       {"model", config.model},
       {"device", config.device.to_string()},
       {"mode", to_string(config.mode)},
+      {"precision", to_string(config.precision)},
       {"epochs", config.epochs},
       {"steps", config.steps},
       {"batch_size", config.batch_size},
@@ -117,6 +118,11 @@ TrainConfig config_from_json(const std::string& text) {
   read_field(object, "mode", mode);
   config.device = Device::parse(device);
   config.mode = parse_mode(mode);
+  if (object.contains("precision")) {  // checkpoints from before precisions trained in fp32
+    std::string precision;
+    read_field(object, "precision", precision);
+    config.precision = parse_precision(precision);
+  }
   read_field(object, "epochs", config.epochs);
   read_field(object, "steps", config.steps);
   read_field(object, "batch_size", config.batch_size);

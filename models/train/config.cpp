@@ -20,6 +20,38 @@ Mode parse_mode(const std::string& text) {
   return Mode::Eager;
 }
 
+const char* to_string(Precision precision) {
+  switch (precision) {
+    case Precision::Float32:
+      return "fp32";
+    case Precision::BFloat16:
+      return "bf16";
+    case Precision::Float16:
+      return "fp16";
+  }
+  return "fp32";
+}
+
+Precision parse_precision(const std::string& text) {
+  if (text == "fp32") return Precision::Float32;
+  if (text == "bf16") return Precision::BFloat16;
+  if (text == "fp16") return Precision::Float16;
+  GROVE_CHECK(false, "precision: expected fp32, bf16 or fp16, got '", text, "'");
+  return Precision::Float32;
+}
+
+std::optional<DType> autocast_dtype(Precision precision) {
+  switch (precision) {
+    case Precision::Float32:
+      return std::nullopt;
+    case Precision::BFloat16:
+      return DType::BFloat16;
+    case Precision::Float16:
+      return DType::Float16;
+  }
+  return std::nullopt;
+}
+
 TrainConfig defaults_for(const std::string& model) {
   const zoo::TrainDefaults& defaults = zoo::model_spec(model).defaults;
   TrainConfig config;

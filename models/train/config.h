@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/device.h"
+#include "core/dtype.h"
 #include "graphs/explain.h"
 #include "models/zoo/registry.h"
 
@@ -24,10 +26,21 @@ enum class Mode : std::uint8_t { Eager, Graphed };
 const char* to_string(Mode mode);
 Mode parse_mode(const std::string& text);  // "eager" | "graphed"; anything else: an error
 
+// The dtype the step computes in. Float32: every op in float32. BFloat16 and Float16: the
+// forward and the loss run under an AutocastGuard of that dtype (Note [Autocast] in
+// ops/autocast.h: matrix products in 16 bits, normalisations, softmax and the loss in float32),
+// while parameters, gradients and optimizer state stay float32 (the master state).
+enum class Precision : std::uint8_t { Float32, BFloat16, Float16 };
+const char* to_string(Precision precision);  // "fp32" | "bf16" | "fp16"
+Precision parse_precision(const std::string& text);
+// The AutocastGuard's dtype for a precision; nullopt for float32.
+std::optional<DType> autocast_dtype(Precision precision);
+
 struct TrainConfig {
   std::string model = zoo::kDefaultModel;  // a registered name (zoo::model_specs())
   Device device = kCPU;
   Mode mode = Mode::Eager;
+  Precision precision = Precision::Float32;
 
   // Length: image classifiers run `epochs` passes over the training set, cut short after
   // `steps` steps when steps > 0; language models run `steps` steps (epochs are not defined for

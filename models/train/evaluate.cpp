@@ -8,6 +8,7 @@
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "models/train/trainer.h"
+#include "ops/autocast.h"
 #include "ops/collective.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -21,16 +22,21 @@ constexpr std::int64_t kEvalBatch = 1000;                           // test imag
 constexpr std::uint64_t kValidationStream = 0x9e3779b97f4a7c15ull;  // seeds the eval windows
 constexpr std::uint64_t kSampleStream = 0xbf58476d1ce4e5b9ull;      // seeds the samples
 
-// Puts the model in eval mode for a scope and back in train mode after.
+// Puts the model in eval mode for a scope and back in train mode after; the forward passes run
+// in the run's precision, as its training steps do (autocast for bf16 and fp16).
 class EvalModeGuard {
  public:
-  explicit EvalModeGuard(nn::Module& model) : model_(model) { model_.eval(); }
+  EvalModeGuard(nn::Module& model, Precision precision)
+      : model_(model), autocast_(autocast_dtype(precision)) {
+    model_.eval();
+  }
   ~EvalModeGuard() { model_.train(); }
   EvalModeGuard(const EvalModeGuard&) = delete;
   EvalModeGuard& operator=(const EvalModeGuard&) = delete;
 
  private:
   nn::Module& model_;
+  AutocastGuard autocast_;
 };
 
 }  // namespace
@@ -61,7 +67,7 @@ EvalReport Trainer::evaluate() {
 
 EvalReport Trainer::evaluate_classifier() {
   autograd::NoGradGuard no_grad;
-  EvalModeGuard eval_mode(*model_);
+  EvalModeGuard eval_mode(*model_, config_.precision);
   const TensorOptions on_device = TensorOptions(DType::Float64).device(config_.device);
   Tensor correct = zeros({}, on_device);
   Tensor loss_sum = zeros({}, on_device);
@@ -87,7 +93,7 @@ EvalReport Trainer::evaluate_classifier() {
 std::pair<Tensor, Tensor> Trainer::inputs_and_logits(std::int64_t count) {
   GROVE_CHECK(count >= 1, "inputs_and_logits: expected a count of at least 1, got ", count);
   autograd::NoGradGuard no_grad;
-  EvalModeGuard eval_mode(*model_);
+  EvalModeGuard eval_mode(*model_, config_.precision);
   Tensor inputs;
   if (spec_->task == zoo::TaskKind::LanguageModel) {
     const Tensor& windows = eval_windows_.front().inputs;  // (B, T)
@@ -127,7 +133,7 @@ EvalReport Trainer::evaluate_language_model() {
   EvalReport report;
   {
     autograd::NoGradGuard no_grad;
-    EvalModeGuard eval_mode(*model_);
+    EvalModeGuard eval_mode(*model_, config_.precision);
     Tensor loss_sum = zeros({}, TensorOptions(DType::Float64).device(config_.device));
     for (std::size_t i = 0; i < eval_windows_.size(); ++i) {
       if (static_cast<int>(i % static_cast<std::size_t>(world_size_)) != rank_) continue;
@@ -138,7 +144,7 @@ EvalReport Trainer::evaluate_language_model() {
     report.loss = sum_across_ranks({loss_sum})[0] / static_cast<double>(eval_windows_.size());
   }
   if (config_.sample_tokens > 0 && rank_ == 0 && spec_->can_sample()) {
-    EvalModeGuard eval_mode(*model_);
+    EvalModeGuard eval_mode(*model_, config_.precision);
     Generator generator(config_.seed ^ kSampleStream);
     const Tensor prompt = data::encode("\n").view({1, 1}).to(config_.device);
     const Tensor text =

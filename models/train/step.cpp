@@ -5,6 +5,7 @@
 #include "autograd/autograd.h"
 #include "core/error.h"
 #include "models/optim/clip.h"
+#include "ops/autocast.h"
 #include "ops/collective.h"
 #include "ops/softmax.h"
 
@@ -26,7 +27,11 @@ TrainStep::TrainStep(nn::Module& model, optim::Optimizer& optimizer, const Train
       optimizer_(optimizer),
       ddp_(ddp),
       clip_grad_norm_(config.clip_grad_norm),
-      mode_(config.mode) {
+      mode_(config.mode),
+      precision_(config.precision) {
+  if (precision_ == Precision::Float16) {
+    scaler_ = std::make_unique<optim::GradScaler>(optimizer.device());
+  }
   if (mode_ == Mode::Graphed) {
     graphs::CompileOptions options;
     options.name = config.model + " step";
@@ -38,11 +43,24 @@ TrainStep::TrainStep(nn::Module& model, optim::Optimizer& optimizer, const Train
 
 graphs::TensorList TrainStep::run_eagerly(const graphs::TensorList& batch) {
   optimizer_.zero_grad(/*set_to_none=*/true);
-  const Tensor loss = batch_loss(model_, batch[0], batch[1]);
-  loss.backward();
-  if (ddp_ != nullptr) ddp_->finish_gradient_sync();  // the gradients are the ranks' mean now
-  if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
-  optimizer_.step();
+  Tensor loss;
+  {
+    const AutocastGuard autocast(autocast_dtype(precision_));  // off for fp32
+    loss = batch_loss(model_, batch[0], batch[1]);
+  }
+  if (scaler_ == nullptr) {
+    loss.backward();
+    if (ddp_ != nullptr) ddp_->finish_gradient_sync();  // the gradients are the ranks' mean now
+    if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
+    optimizer_.step();
+  } else {
+    scaler_->scale(loss).backward();
+    if (ddp_ != nullptr) ddp_->finish_gradient_sync();
+    scaler_->unscale_(optimizer_);  // clipping needs the true gradients
+    if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
+    scaler_->step(optimizer_);  // skipped on the device when a gradient overflowed
+    scaler_->update();
+  }
   return {loss.detach()};
 }
 

@@ -1,7 +1,10 @@
 // One training step of a model, eager or graphed, and the log its losses go into.
 //
-// A step is: forget the gradients (set to none), forward to the loss, backward, clip the
-// gradients' global norm (when asked), the optimizer's update. In graphed mode the same C++ is
+// A step is: forget the gradients (set to none), forward to the loss (under autocast in bf16 and
+// fp16: TrainConfig::precision), backward, clip the gradients' global norm (when asked), the
+// optimizer's update. In fp16 the backward runs from the loss times a GradScaler's scale, the
+// gradients are unscaled before clipping, and an overflowed step is skipped on the device
+// (models/optim/grad_scaler.h): still one graph in graphed mode. In graphed mode the same C++ is
 // compiled once as a whole step (Note [Whole training steps] in
 // graphs/compile/traced_function.h): parameters, their gradients and the optimizer's state are
 // static state the graph updates in place, the batch is the call's input (copied into the
@@ -19,12 +22,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
 #include "graphs/compile/compile.h"
 #include "models/nn/distributed.h"
 #include "models/nn/module.h"
+#include "models/optim/grad_scaler.h"
 #include "models/optim/optimizer.h"
 #include "models/train/config.h"
 
@@ -46,6 +51,8 @@ class TrainStep {
   Tensor operator()(const Tensor& inputs, const Tensor& targets);
   // Graphed mode: what compile did (traces, eager calls); zeros in eager mode.
   graphs::CompileStats compile_stats() const;
+  // fp16: the loss scaler (its scale, for a log or a checkpoint); null in other precisions.
+  const optim::GradScaler* scaler() const { return scaler_.get(); }
 
  private:
   graphs::TensorList run_eagerly(const graphs::TensorList& batch);
@@ -55,6 +62,8 @@ class TrainStep {
   nn::DistributedDataParallel* ddp_ = nullptr;
   double clip_grad_norm_ = 0.0;
   Mode mode_ = Mode::Eager;
+  Precision precision_ = Precision::Float32;
+  std::unique_ptr<optim::GradScaler> scaler_;  // fp16 only
   graphs::CompiledFunction compiled_;
 };
 

@@ -31,11 +31,13 @@ template <typename T>
 void sgd_typed(const OpCall& call) {
   const SgdCoefficients<T> fixed = sgd_coefficients<T>(call);
   const LrSource lr = lr_source(call);
+  const SkipSource skip = skip_source(call);
   const StridedLoop<3> loop = optim_loop<3>(call);
   T* param = optim_data<T>(call, 0);
   const T* grad = optim_data<T>(call, 1);
   T* velocity = optim_data<T>(call, 2);
   launch_cpu(current_stream(call.input(0).device()), [=] {
+    if (skipped(skip)) return;
     SgdCoefficients<T> c = fixed;
     if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
     const int last = loop.ndim - 1;
@@ -72,6 +74,7 @@ void adamw_typed(const OpCall& call) {
   const double beta1 = a.beta1;
   const double beta2 = a.beta2;
   const LrSource lr_tensor = lr_source(call);
+  const SkipSource skip = skip_source(call);
   const AdamwCoefficients<T> c = adamw_coefficients<T>(call);
   const StridedLoop<4> loop = optim_loop<4>(call);
   T* param = optim_data<T>(call, 0);
@@ -81,6 +84,7 @@ void adamw_typed(const OpCall& call) {
   const void* step = adamw_step_input(call).data_ptr();
   const int step_dtype = static_cast<int>(adamw_step_input(call).dtype());
   launch_cpu(current_stream(call.input(0).device()), [=] {
+    if (skipped(skip)) return;
     AdamwCoefficients<T> coefficients = c;
     const double lr = read_lr(lr_tensor, fixed_lr);
     if (lr_tensor.data != nullptr) set_adamw_lr(coefficients, lr, weight_decay);
@@ -130,6 +134,43 @@ void adamw(const OpCall& call, const OpOutputs& outputs) {
   if (call.input(0).numel() == 0) return;
   dispatch_floating(call.input(0).dtype(), op_name(call.kind),
                     [&]<typename T>() { adamw_typed<T>(call); });
+}
+
+// One pass per gradient; found_inf is written only when a pass met a value that is not finite.
+void unscale_grads(const OpCall& call, const OpOutputs&) {
+  const std::size_t grads = call.inputs.size() - 2;
+  auto* found_inf = static_cast<float*>(call.input(grads).data_ptr());
+  const auto* scale = static_cast<const float*>(call.input(grads + 1).data_ptr());
+  for (std::size_t i = 0; i < grads; ++i) {
+    const Tensor& grad = call.input(i);
+    if (grad.numel() == 0) continue;
+    const IntArrayRef strides[1] = {grad.strides()};
+    const StridedLoop<1> loop = make_loop<1>(grad.sizes(), strides, "unscale_grads_");
+    dispatch_floating(grad.dtype(), op_name(call.kind), [&]<typename T>() {
+      T* data = static_cast<T*>(grad.data_ptr());
+      launch_cpu(current_stream(grad.device()), [=] {
+        const float inverse = inverse_scale(*scale);
+        bool bad = false;
+        const std::int64_t stride = loop.strides[0][loop.ndim - 1];
+        for_each_run<1>(loop, [&](const std::int64_t* offset, std::int64_t n) {
+          T* run = data + offset[0];
+          for (std::int64_t j = 0; j < n; ++j) bad |= unscale_element(run[j * stride], inverse);
+        });
+        if (bad) *found_inf = 1.0f;
+      });
+    });
+  }
+}
+
+void update_scale(const OpCall& call, const OpOutputs&) {
+  const UpdateScaleAttributes a = UpdateScaleAttributes::from(call.attributes);
+  auto* scale = static_cast<float*>(call.input(0).data_ptr());
+  auto* growth_tracker = static_cast<std::int32_t*>(call.input(1).data_ptr());
+  const auto* found_inf = static_cast<const float*>(call.input(2).data_ptr());
+  launch_cpu(current_stream(call.input(0).device()), [=] {
+    update_scale_value(*scale, *growth_tracker, *found_inf, a.growth_factor, a.backoff_factor,
+                       a.growth_interval);
+  });
 }
 
 }  // namespace grove::ops::cpu

@@ -39,8 +39,10 @@
 #include "ops/attention.h"
 #include "ops/attributes.h"
 #include "ops/cuda/attention.h"
+#include "ops/cuda/attention_cudnn.h"
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/kernel_loop.cuh"
+#include "ops/reduced_compute.h"
 
 namespace grove::ops::cuda {
 namespace {
@@ -562,10 +564,16 @@ T* typed(const Tensor& tensor) {
 
 }  // namespace
 
+// bfloat16 and float16: cuDNN's fused attention, or these kernels on float32 copies where it
+// does not take the call (Note [Fused attention through cuDNN] in attention_cudnn.cpp).
 void attention(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& q = call.input(0);
   const Shape n = shape_of(q, call.attributes);
   if (n.batch * n.heads * n.length == 0) return;
+  if (is_reduced_float(q.dtype())) {
+    if (!cudnn_attention(call, outputs)) run_widened(attention, call, outputs, 0);
+    return;
+  }
   cuda_backend::DeviceGuard guard(q.device());
   cudaStream_t stream = stream_of(outputs[0]);
   dispatch_floating(q.dtype(), "attention", [&]<typename T>() {
@@ -583,6 +591,12 @@ void attention_backward(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& q = call.input(1);
   const Shape n = shape_of(q, call.attributes);
   if (n.batch * n.heads * n.length == 0) return;
+  if (is_reduced_float(q.dtype())) {
+    if (!cudnn_attention_backward(call, outputs)) {
+      run_widened(attention_backward, call, outputs, 0);
+    }
+    return;
+  }
   cuda_backend::DeviceGuard guard(q.device());
   cudaStream_t stream = stream_of(outputs[0]);
   const Tensor lse = call.input(5).contiguous();

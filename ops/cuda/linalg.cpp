@@ -21,6 +21,10 @@
 //     allow_tf32()), linear's bias fused as the BIAS epilogue. See Note [cuBLASLt plan cache].
 //     Batches with a broadcast (stride 0) operand, and shapes for which cuBLASLt offers no
 //     algorithm, go to cublasGemmStridedBatchedEx instead.
+//   - bfloat16 and float16: as float32, with 16-bit operands and output on the tensor cores,
+//     accumulating in float32 (CUBLAS_COMPUTE_32F) and rounding once into the output; the bias
+//     epilogue adds a 16-bit bias in float32 before that rounding
+//     (Note [Reduced-precision compute] in ops/reduced_compute.h).
 //   - float64: cublasDgemmStridedBatched; linear's bias is copied into the output first and the
 //     product accumulated onto it (beta = 1).
 //   - K = 0: the empty sum, zeros (or the bias), without cuBLAS.
@@ -44,9 +48,9 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // A cuBLASLt matmul needs an operation descriptor, three matrix layouts and an algorithm, and
 // asking the heuristic for an algorithm costs tens of microseconds, more than the small GEMMs of
-// an MLP take to run. So each thread keeps them per key: device, TF32, bias, transposes, m, n, k,
-// leading dims, batch count and strides, and the alignment (a power of two up to 256 bytes) of
-// each pointer, because the heuristic may pick kernels that need 16-byte or wider loads and a
+// an MLP take to run. So each thread keeps them per key: device, dtype, TF32, bias, transposes,
+// m, n, k, leading dims, batch count and strides, and the alignment (a power of two up to 256
+// bytes) of each pointer, because the heuristic may pick kernels that need 16-byte or wider loads and a
 // sliced operand can be less aligned than the last one of that shape; and whether benchmark mode
 // timed its kernels (Note [Timing matmul kernels]). The heuristic is asked once
 // per key and thread (its "no algorithm" answer is kept too); later calls cost a hash lookup and
@@ -136,7 +140,7 @@ Operand prepare(const Tensor& tensor, Role role) {
 // (k x n), `count` times at the given element strides. A' is the row-major b, B' the row-major
 // a (see the outline at the top).
 struct GemmCall {
-  DType dtype = DType::Float32;
+  DType dtype = DType::Float32;  // float32, bfloat16, float16 or float64: operands and output
   bool trans_a = false;
   bool trans_b = false;
   std::int64_t m = 0, n = 0, k = 0;
@@ -146,7 +150,7 @@ struct GemmCall {
   const void* a = nullptr;
   const void* b = nullptr;
   void* c = nullptr;
-  const void* bias = nullptr;  // float32 only: m values, one per row of C' (column of C)
+  const void* bias = nullptr;  // not float64: m values, one per row of C' (column of C)
   bool accumulate = false;     // beta = 1: C' already holds the bias
 };
 
@@ -160,7 +164,19 @@ std::int64_t alignment(const void* data, std::int64_t stride_bytes, std::int64_t
 }
 
 // See Note [cuBLASLt plan cache].
-using LtKey = std::array<std::int64_t, 20>;
+using LtKey = std::array<std::int64_t, 21>;
+
+// The CUDA type of a dtype cuBLAS multiplies in 32-bit float (float64 goes to cublasDgemm).
+cudaDataType_t cuda_type(DType dtype) {
+  switch (dtype) {
+    case DType::BFloat16:
+      return CUDA_R_16BF;
+    case DType::Float16:
+      return CUDA_R_16F;
+    default:
+      return CUDA_R_32F;
+  }
+}
 
 struct LtKeyHash {
   std::size_t operator()(const LtKey& key) const {
@@ -198,10 +214,10 @@ void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
   GROVE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)));
 }
 
-cublasLtMatrixLayout_t make_layout(std::int64_t rows, std::int64_t cols, std::int64_t leading,
-                                   std::int64_t count, std::int64_t stride) {
+cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t leading, std::int64_t count, std::int64_t stride) {
   cublasLtMatrixLayout_t layout = nullptr;
-  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F,
+  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type,
                                                 static_cast<std::uint64_t>(rows),
                                                 static_cast<std::uint64_t>(cols), leading));
   if (count > 1) {
@@ -234,11 +250,12 @@ std::vector<cublasLtMatmulAlgo_t> build_plan(LtPlan& plan, const GemmCall& call,
     set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
   }
   // Stored shapes: op N reads A' as m x k, op T as k x m (and B' likewise with n).
-  plan.layout_a = make_layout(call.trans_a ? call.k : call.m, call.trans_a ? call.m : call.k,
-                              call.lda, call.count, call.stride_a);
-  plan.layout_b = make_layout(call.trans_b ? call.n : call.k, call.trans_b ? call.k : call.n,
-                              call.ldb, call.count, call.stride_b);
-  plan.layout_c = make_layout(call.m, call.n, call.ldc, call.count, call.stride_c);
+  const cudaDataType_t type = cuda_type(call.dtype);
+  plan.layout_a = make_layout(type, call.trans_a ? call.k : call.m,
+                              call.trans_a ? call.m : call.k, call.lda, call.count, call.stride_a);
+  plan.layout_b = make_layout(type, call.trans_b ? call.n : call.k,
+                              call.trans_b ? call.k : call.n, call.ldb, call.count, call.stride_b);
+  plan.layout_c = make_layout(type, call.m, call.n, call.ldc, call.count, call.stride_c);
 
   cublasLtMatmulPreference_t preference = nullptr;
   GROVE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
@@ -315,10 +332,11 @@ cublasLtMatmulAlgo_t fastest(const LtPlan& plan, const std::vector<cublasLtMatmu
 
 
 
-// float32 through cuBLASLt; false if it has no algorithm for this call (nothing launched).
+// float32, bfloat16 or float16 through cuBLASLt; false if it has no algorithm for this call
+// (nothing launched).
 bool try_lt_gemm(const GemmCall& call, Stream stream) {
-  const bool tf32 = allow_tf32();
-  constexpr std::int64_t kFloat = 4;
+  const bool tf32 = allow_tf32() && call.dtype == DType::Float32;
+  const auto element = static_cast<std::int64_t>(element_size(call.dtype));
   // Benchmark mode times a new shape's kernels where the host may wait (not while capturing).
   const bool benchmark = matmul_benchmark();
   const bool timed = benchmark && !call.accumulate && host_sync_allowed(stream.device);
@@ -338,11 +356,12 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
                call.stride_a,
                call.stride_b,
                call.stride_c,
-               alignment(call.a, call.stride_a * kFloat, call.count),
-               alignment(call.b, call.stride_b * kFloat, call.count),
-               alignment(call.c, call.stride_c * kFloat, call.count),
+               alignment(call.a, call.stride_a * element, call.count),
+               alignment(call.b, call.stride_b * element, call.count),
+               alignment(call.c, call.stride_c * element, call.count),
                call.bias != nullptr ? alignment(call.bias, 0, 1) : 0,
-               timed ? 1 : 0};
+               timed ? 1 : 0,
+               static_cast<std::int64_t>(call.dtype)};
   thread_local std::unordered_map<LtKey, LtPlan, LtKeyHash> plans;
   cublasLtHandle_t handle = blas_lt_handle(stream.device);
   const BlasWorkspace workspace = blas_workspace(stream);
@@ -382,7 +401,7 @@ int as_int(std::int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
-// float32 (no bias epilogue) or float64 through cuBLAS.
+// float32, bfloat16, float16 (no bias epilogue) or float64 through cuBLAS.
 void blas_gemm(const GemmCall& call, Stream stream) {
   cublasHandle_t handle = blas_handle(stream);
   const cublasOperation_t trans_a = call.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -401,11 +420,13 @@ void blas_gemm(const GemmCall& call, Stream stream) {
   }
   const float alpha = 1.0f;
   const float beta = call.accumulate ? 1.0f : 0.0f;
-  const cublasComputeType_t compute =
-      allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = allow_tf32() && call.dtype == DType::Float32
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t type = cuda_type(call.dtype);
   GROVE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, trans_a, trans_b, m, n, k, &alpha, call.a, CUDA_R_32F, lda, call.stride_a, call.b,
-      CUDA_R_32F, ldb, call.stride_b, &beta, call.c, CUDA_R_32F, ldc, call.stride_c, count, compute,
+      handle, trans_a, trans_b, m, n, k, &alpha, call.a, type, lda, call.stride_a, call.b, type,
+      ldb, call.stride_b, &beta, call.c, type, ldc, call.stride_c, count, compute,
       CUBLAS_GEMM_DEFAULT));
 }
 
@@ -563,14 +584,14 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
     call.stride_a = batch.back().b_stride;  // A' is b
     call.stride_b = batch.back().a_stride;
   }
-  // float64's bias (and float32's when cuBLASLt has no algorithm): copied in, then beta = 1.
+  // float64's bias (and the others' when cuBLASLt has no algorithm): copied in, then beta = 1.
   auto copy_bias = [&] {
     cuda_backend::launch_copy(out, bias.expand(out.sizes()));
     call.bias = nullptr;
     call.accumulate = true;
   };
   Tensor bias_contiguous;
-  if (bias.defined() && out.dtype() == DType::Float32) {
+  if (bias.defined() && out.dtype() != DType::Float64) {
     bias_contiguous = bias.contiguous();  // the epilogue reads a packed vector
     call.bias = bias_contiguous.data_ptr();
   } else if (bias.defined()) {
@@ -596,7 +617,7 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
     // cuBLASLt for float32, unless a batch broadcasts an operand (stride 0): cuBLAS's strided
     // batch is documented for that.
     const bool broadcast = one.count > 1 && (one.stride_a == 0 || one.stride_b == 0);
-    if (one.dtype == DType::Float32 && !broadcast && try_lt_gemm(one, stream)) continue;
+    if (one.dtype != DType::Float64 && !broadcast && try_lt_gemm(one, stream)) continue;
     if (one.bias != nullptr) {
       copy_bias();
       one.bias = nullptr;
@@ -609,8 +630,8 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
 }
 
 void check_float(const Tensor& out, const char* op) {
-  GROVE_INTERNAL_ASSERT(out.dtype() == DType::Float32 || out.dtype() == DType::Float64, op,
-                        " reached the CUDA kernel with dtype ", out.dtype());
+  GROVE_INTERNAL_ASSERT(is_floating_point(out.dtype()), op, " reached the CUDA kernel with dtype ",
+                        out.dtype());
 }
 
 }  // namespace

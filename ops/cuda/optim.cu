@@ -24,7 +24,9 @@ namespace {
 
 template <typename T>
 __global__ void sgd_kernel(T* param, const T* grad, T* velocity, SgdCoefficients<T> c, LrSource lr,
-                           const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+                           SkipSource skip, const __grid_constant__ StridedLoop<3> loop,
+                           std::int64_t n) {
+  if (skipped(skip)) return;
   if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[3];
@@ -37,8 +39,10 @@ __global__ void sgd_kernel(T* param, const T* grad, T* velocity, SgdCoefficients
 template <typename T>
 __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, const void* step,
                              int step_dtype, AdamwCoefficients<T> c, double fixed_lr,
-                             LrSource lr_tensor, double weight_decay, double beta1, double beta2,
+                             LrSource lr_tensor, SkipSource skip, double weight_decay,
+                             double beta1, double beta2,
                              const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+  if (skipped(skip)) return;
   const double lr = read_lr(lr_tensor, fixed_lr);
   if (lr_tensor.data != nullptr) set_adamw_lr(c, lr, weight_decay);
   set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
@@ -79,7 +83,8 @@ __device__ inline int list_of(const std::int64_t* begin, int count, std::int64_t
 
 template <typename T>
 __global__ void sgd_lists_kernel(const __grid_constant__ TensorLists<T, 3> lists,
-                                 SgdCoefficients<T> c, LrSource lr) {
+                                 SgdCoefficients<T> c, LrSource lr, SkipSource skip) {
+  if (skipped(skip)) return;
   if (lr.data != nullptr) c.lr = static_cast<T>(read_lr(lr, 0.0));
   const std::int64_t n = lists.begin[lists.count];
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
@@ -93,8 +98,9 @@ __global__ void sgd_lists_kernel(const __grid_constant__ TensorLists<T, 3> lists
 template <typename T>
 __global__ void adamw_lists_kernel(const __grid_constant__ TensorLists<T, 4> lists,
                                    const void* step, int step_dtype, AdamwCoefficients<T> c,
-                                   double fixed_lr, LrSource lr_tensor, double weight_decay,
-                                   double beta1, double beta2) {
+                                   double fixed_lr, LrSource lr_tensor, SkipSource skip,
+                                   double weight_decay, double beta1, double beta2) {
+  if (skipped(skip)) return;
   const double lr = read_lr(lr_tensor, fixed_lr);
   if (lr_tensor.data != nullptr) set_adamw_lr(c, lr, weight_decay);
   set_adamw_step(c, lr, beta1, beta2, read_step(step, step_dtype));
@@ -145,9 +151,10 @@ template <typename T>
 void sgd_lists(const OpCall& call) {
   const SgdCoefficients<T> c = sgd_coefficients<T>(call);
   const LrSource lr = lr_source(call);
+  const SkipSource skip = skip_source(call);
   const cudaStream_t stream = stream_of(call.input(0));
   for_each_list<T, 3>(call, [&](const TensorLists<T, 3>& lists, std::int64_t n) {
-    sgd_lists_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(lists, c, lr);
+    sgd_lists_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(lists, c, lr, skip);
     GROVE_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -161,8 +168,8 @@ void adamw_lists(const OpCall& call) {
   const cudaStream_t stream = stream_of(call.input(0));
   for_each_list<T, 4>(call, [&](const TensorLists<T, 4>& lists, std::int64_t n) {
     adamw_lists_kernel<T><<<blocks_for(n), kThreads, 0, stream>>>(
-        lists, step.data_ptr(), static_cast<int>(step.dtype()), c, a.lr, lr, a.weight_decay,
-        a.beta1, a.beta2);
+        lists, step.data_ptr(), static_cast<int>(step.dtype()), c, a.lr, lr, skip_source(call),
+        a.weight_decay, a.beta1, a.beta2);
     GROVE_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -174,7 +181,7 @@ void sgd_typed(const OpCall& call) {
   const std::int64_t n = param.numel();
   sgd_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2), c, lr_source(call),
-      optim_loop<3>(call), n);
+      skip_source(call), optim_loop<3>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -188,11 +195,64 @@ void adamw_typed(const OpCall& call) {
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
       optim_data<T>(call, 3), adamw_step_input(call).data_ptr(),
       static_cast<int>(adamw_step_input(call).dtype()), c,
-      a.lr, lr_source(call), a.weight_decay, a.beta1, a.beta2, optim_loop<4>(call), n);
+      a.lr, lr_source(call), skip_source(call), a.weight_decay, a.beta1, a.beta2,
+      optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+__global__ void unscale_kernel(T* grad, float* found_inf, const float* scale,
+                               const __grid_constant__ StridedLoop<1> loop, std::int64_t n) {
+  const float inverse = inverse_scale(*scale);
+  bool bad = false;
+  for (std::int64_t i = first_index(); i < n; i += grid_step()) {
+    std::int64_t offsets[1];
+    offsets_of<1>(loop, i, offsets);
+    bad |= unscale_element(grad[offsets[0]], inverse);
+  }
+  if (bad) *found_inf = 1.0f;  // every writer writes 1: no race on the value
+}
+
+__global__ void update_scale_kernel(float* scale, std::int32_t* growth_tracker,
+                                    const float* found_inf, double growth_factor,
+                                    double backoff_factor, std::int64_t growth_interval) {
+  update_scale_value(*scale, *growth_tracker, *found_inf, growth_factor, backoff_factor,
+                     growth_interval);
+}
+
 }  // namespace
+
+// One launch per gradient (a step with loss scaling is usually captured, where launches are
+// cheap; a multi-tensor launch as the optimizers' would serve eager steps better).
+void unscale_grads(const OpCall& call, const OpOutputs&) {
+  const std::size_t grads = call.inputs.size() - 2;
+  auto* found_inf = static_cast<float*>(call.input(grads).data_ptr());
+  const auto* scale = static_cast<const float*>(call.input(grads + 1).data_ptr());
+  cuda_backend::DeviceGuard guard(call.input(0).device());
+  for (std::size_t i = 0; i < grads; ++i) {
+    const Tensor& grad = call.input(i);
+    const std::int64_t n = grad.numel();
+    if (n == 0) continue;
+    const IntArrayRef strides[1] = {grad.strides()};
+    const StridedLoop<1> loop = make_loop<1>(grad.sizes(), strides, "unscale_grads_");
+    dispatch_floating(grad.dtype(), op_name(call.kind), [&]<typename T>() {
+      unscale_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(grad)>>>(
+          static_cast<T*>(grad.data_ptr()), found_inf, scale, loop, n);
+      GROVE_CUDA_CHECK(cudaGetLastError());
+    });
+  }
+}
+
+void update_scale(const OpCall& call, const OpOutputs&) {
+  const UpdateScaleAttributes a = UpdateScaleAttributes::from(call.attributes);
+  cuda_backend::DeviceGuard guard(call.input(0).device());
+  update_scale_kernel<<<1, 1, 0, stream_of(call.input(0))>>>(
+      static_cast<float*>(call.input(0).data_ptr()),
+      static_cast<std::int32_t*>(call.input(1).data_ptr()),
+      static_cast<const float*>(call.input(2).data_ptr()), a.growth_factor, a.backoff_factor,
+      a.growth_interval);
+  GROVE_CUDA_CHECK(cudaGetLastError());
+}
 
 void sgd(const OpCall& call, const OpOutputs& outputs) {
   const Tensor& param = call.input(0);

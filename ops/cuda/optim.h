@@ -12,5 +12,7 @@ namespace grove::ops::cuda {
 
 void sgd(const OpCall& call, const OpOutputs& outputs);
 void adamw(const OpCall& call, const OpOutputs& outputs);
+void unscale_grads(const OpCall& call, const OpOutputs& outputs);
+void update_scale(const OpCall& call, const OpOutputs& outputs);
 
 }  // namespace grove::ops::cuda

@@ -222,6 +222,16 @@ inline const std::map<OpKind, std::function<void()>>& valid_calls() {
        [] { ops::sgd_(f32({4}), f32({4}), zeros({4}), {.lr = 0.1, .momentum = 0.9}); }},
       {OpKind::AdamwStep,
        [] { ops::adamw_(f32({4}), f32({4}), zeros({4}), zeros({4}), ones({}), {}); }},
+      {OpKind::UnscaleGrads,
+       [] {
+         const Tensor grads[] = {f32({2, 3})};
+         ops::unscale_grads_(grads, zeros({1}), full({1}, 1024.0));
+       }},
+      {OpKind::UpdateScale,
+       [] {
+         ops::update_scale_(full({1}, 1024.0), zeros({1}, DType::Int32), zeros({1}), 2.0, 0.5,
+                            2000);
+       }},
       {OpKind::Sum,
        [] {
          ops::sum(f32({2, 3}), {1});

@@ -78,10 +78,12 @@ ops::InputDTypes input_dtypes(OpKind kind, std::size_t i) {
   return ops::op_entry(kind).input(i).dtypes;
 }
 
-// An input whose dtype is the op's compute dtype, which a bool tensor cannot be.
+// An input whose dtype is the op's compute dtype (or, for saved statistics, follows from it),
+// which a bool tensor cannot be.
 bool is_compute_input(OpKind kind, std::size_t i) {
   const ops::InputDTypes dtypes = input_dtypes(kind, i);
-  return dtypes == ops::InputDTypes::Floating || dtypes == ops::InputDTypes::Numeric;
+  return dtypes == ops::InputDTypes::Floating || dtypes == ops::InputDTypes::Numeric ||
+         dtypes == ops::InputDTypes::Statistics;
 }
 
 // An input tied to the op's other inputs of its class: a float64 among float32 ones is refused.

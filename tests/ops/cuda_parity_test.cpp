@@ -2,7 +2,9 @@
 // CONVENTIONS.md) and on the GPU over the same values, and compared. One table row per op (or per
 // form of an op: scalar operands, with and without bias, ...); the harness runs each row over
 //   - its dtypes (float32 and float64 always where the op takes floats; the integer and bool
-//     dtypes where it takes them),
+//     dtypes where it takes them), and bfloat16 and float16 wherever it takes float32: the
+//     CUDA kernels that take them as they are (OpEntry::cuda_takes_reduced) and the float32
+//     kernels handed widened copies (Note [Reduced-precision compute]) alike,
 //   - its shape variants (a plain shape, a long one that leaves a tail after vectorised packs,
 //     broadcasting, size 0 and size 1 where the op allows them),
 //   - four layouts of the GPU inputs: contiguous, offset by one element (not 16-byte aligned),
@@ -19,6 +21,7 @@
 // Every test skips without a CUDA device (CTest label `gpu`).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <set>
@@ -518,6 +521,37 @@ void add_optim_rows(std::vector<Row>& rows) {
          return std::vector<Tensor>{x[0], x[2], x[3]};
        },
        kOptim});
+  // Loss scaling (Note [Loss scaling on the device]): quarters times 1/4 are exact, and a NaN
+  // among the Quarters values sets found_inf on both devices; the skip itself (found_inf set:
+  // nothing written) is checked in tests/ops/optim_test.cpp.
+  rows.push_back({OpKind::UnscaleGrads,
+                  "unscale_grads_",
+                  kFloating,
+                  {in(), in(Values::Finite)},
+                  {{"two gradients", {{33, 17}, {5}}}, {"size 0", {{0, 4}, {1}}}},
+                  [](const std::vector<Tensor>& x, const Context& context) {
+                    const Tensor found_inf = zeros({1}, on(context, DType::Float32));
+                    const Tensor scale = full({1}, 4.0, on(context, DType::Float32));
+                    unscale_grads_(x, found_inf, scale);
+                    return std::vector<Tensor>{x[0], x[1], found_inf};
+                  },
+                  kExact});
+  for (const bool overflow : {false, true}) {
+    rows.push_back({OpKind::UpdateScale,
+                    overflow ? "update_scale_ after an overflow" : "update_scale_ growing",
+                    {DType::Float32},
+                    {},
+                    {{"one scale", {{1}}}},
+                    [overflow](const std::vector<Tensor>&, const Context& context) {
+                      const Tensor scale = full({1}, 65536.0, on(context, DType::Float32));
+                      const Tensor tracker = full({1}, 1, on(context, DType::Int32));
+                      const Tensor found_inf =
+                          full({1}, overflow ? 1.0 : 0.0, on(context, DType::Float32));
+                      update_scale_(scale, tracker, found_inf, 2.0, 0.5, 2);
+                      return std::vector<Tensor>{scale, tracker};
+                    },
+                    kExact});
+  }
 }
 
 void add_reduce_rows(std::vector<Row>& rows) {
@@ -679,7 +713,9 @@ void add_softmax_rows(std::vector<Row>& rows) {
                   {in(Values::Finite), in(Values::Finite), targets(10)},
                   backward_shapes,
                   [](const std::vector<Tensor>& x, const Context&) {
-                    const Tensor lse = log(sum(exp(x[1]), {1}));
+                    // The saved statistics are kept in the compute dtype (float32 for 16 bits).
+                    const Tensor scores = x[1].to(compute_dtype(x[1].dtype()));
+                    const Tensor lse = log(sum(exp(scores), {1}));
                     return std::vector<Tensor>{cross_entropy_backward(x[0], x[1], x[2], lse)};
                   },
                   kSoftmax});
@@ -800,8 +836,12 @@ void add_rms_norm_rows(std::vector<Row>& rows) {
 // the backward's p (dp - delta) cancels, so float32 carries about 1e-5 of relative error (7e-5
 // at worst measured on the GPT's shapes), and sums over the 100 positions of "three tiles" a few
 // 1e-5 of absolute error (2.7e-5 measured against the CPU; numpy's float32 against float64 errs
-// as much). float64: a few ulps.
-constexpr ParityTolerances kAttention{1e-4, 5e-5, 1e-11, 1e-12};
+// as much). float64: a few ulps. bfloat16 and float16 run cuDNN's fused attention, which rounds
+// the probabilities to 8 (11) bits before they multiply v, and its backward likewise: single
+// elements near zero then differ from the CPU's float32 composition by the rounding of the large
+// terms that cancel in them (0.055 absolute on a bfloat16 grad_q of magnitude ~1), so they are
+// compared as a whole: 2% relative error in bfloat16, 0.25% in float16.
+constexpr ParityTolerances kAttention{1e-4, 5e-5, 1e-11, 1e-12, 2e-2};
 
 void add_attention_rows(std::vector<Row>& rows) {
   // q, k, v (B, T, H, D); the backward's grad of that shape too.
@@ -1207,10 +1247,27 @@ class KindSeen final : public OpObserver {
 
 constexpr std::uint64_t kSeed = 20261125;
 
+// The optimizers keep float32 master state: they refuse 16-bit parameters (ops/optim.h).
+bool takes_reduced(OpKind kind) {
+  return kind != OpKind::SgdStep && kind != OpKind::AdamwStep;
+}
+
+// The row's dtypes, with bfloat16 and float16 where it takes float32.
+std::vector<DType> dtypes_of(const Row& row) {
+  std::vector<DType> dtypes = row.dtypes;
+  const bool floating =
+      std::find(dtypes.begin(), dtypes.end(), DType::Float32) != dtypes.end();
+  if (floating && takes_reduced(row.kind)) {
+    dtypes.push_back(DType::BFloat16);
+    dtypes.push_back(DType::Float16);
+  }
+  return dtypes;
+}
+
 void run_row(const Row& row) {
   const Layout layouts[] = {Layout::Contiguous, Layout::Offset, Layout::Strided,
                             Layout::Transposed};
-  for (const DType dtype : row.dtypes) {
+  for (const DType dtype : dtypes_of(row)) {
     for (const Shapes& shapes : row.shapes) {
       ASSERT_TRUE(row.inputs.empty() || shapes.sizes.size() == row.inputs.size())
           << row.name << " " << shapes.name << ": one shape per input";

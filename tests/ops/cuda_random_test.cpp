@@ -61,6 +61,10 @@ std::vector<std::uint64_t> bits(const Tensor& tensor) {
       return bits_of<std::int32_t>(tensor);
     case DType::Bool:
       return bits_of<bool>(tensor);
+    case DType::BFloat16:
+      return bits_of<BFloat16>(tensor);
+    case DType::Float16:
+      return bits_of<Float16>(tensor);
   }
   return {};
 }

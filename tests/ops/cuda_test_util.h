@@ -38,6 +38,8 @@ inline Tensor random_quarters(IntArrayRef sizes, DType dtype, unsigned seed, int
     switch (dtype) {
       case DType::Float32:
       case DType::Float64:
+      case DType::BFloat16:
+      case DType::Float16:
         values[i] = period > 0 && i % period == 5 % period ? kNaN : q / 4.0;
         break;
       case DType::Int64:
@@ -56,7 +58,31 @@ inline Tensor random_quarters(IntArrayRef sizes, DType dtype, unsigned seed, int
 struct ParityTolerances {
   double float32_rtol, float32_atol;
   double float64_rtol, float64_atol;
+  // > 0: bfloat16 results are compared as a whole, ||gpu - cpu|| / ||cpu|| (2-norms, NaN
+  // matching NaN) at most this, and float16 results at most an eighth of it (three more
+  // mantissa bits). For kernels that round intermediate values to the 16-bit dtype (cuDNN's
+  // fused attention rounds the probabilities before they multiply v), where single elements
+  // near zero carry the rounding of large terms that cancel.
+  double reduced_norm_rtol = 0.0;
 };
+
+// ||actual - expected|| / ||expected|| over the elements, NaN required where expected is NaN.
+inline void expect_norm_close(const Tensor& actual, const std::vector<double>& expected,
+                              double bound, const std::string& what) {
+  const std::vector<double> got = elements(actual);
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  double error = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i << " should be NaN";
+      continue;
+    }
+    error += (got[i] - expected[i]) * (got[i] - expected[i]);
+    norm += expected[i] * expected[i];
+  }
+  const double relative = norm > 0 ? std::sqrt(error / norm) : std::sqrt(error);
+  EXPECT_LE(relative, bound) << what << ": relative 2-norm error";
+}
 
 // gpu_result (on the GPU) must equal cpu_result (the CPU kernel's) in dtype and shape, and in
 // value within `tolerances`.
@@ -72,6 +98,20 @@ inline void expect_device_parity(const Tensor& cpu_result, const Tensor& gpu_res
       return expect_close(back, expected, tolerances.float32_rtol, tolerances.float32_atol, what);
     case DType::Float64:
       return expect_close(back, expected, tolerances.float64_rtol, tolerances.float64_atol, what);
+    case DType::BFloat16:
+    case DType::Float16: {
+      // Both devices compute in float32 and round once (Note [Reduced-precision compute]):
+      // float32 results a few ulps apart may round to neighbouring 16-bit values, one 16-bit
+      // ulp (epsilon 2^-7 for bfloat16, 2^-10 for float16) on top of the float32 tolerance.
+      const bool bfloat = cpu_result.dtype() == DType::BFloat16;
+      if (tolerances.reduced_norm_rtol > 0) {
+        return expect_norm_close(back, expected,
+                                 tolerances.reduced_norm_rtol / (bfloat ? 1.0 : 8.0), what);
+      }
+      const double epsilon = bfloat ? 0x1p-7 : 0x1p-10;
+      return expect_close(back, expected, tolerances.float32_rtol + epsilon,
+                          tolerances.float32_atol, what);
+    }
     default:
       return expect_close(back, expected, 0.0, 0.0, what);
   }

@@ -77,6 +77,10 @@ inline double element(const Tensor& tensor, std::int64_t flat_index) {
       return static_cast<const std::int32_t*>(base)[offset];
     case DType::Bool:
       return static_cast<const bool*>(base)[offset] ? 1.0 : 0.0;
+    case DType::BFloat16:
+      return static_cast<float>(static_cast<const BFloat16*>(base)[offset]);
+    case DType::Float16:
+      return static_cast<float>(static_cast<const Float16*>(base)[offset]);
   }
   return 0.0;
 }

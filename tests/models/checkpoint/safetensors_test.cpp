@@ -61,6 +61,8 @@ TEST(SafetensorsTest, RoundTripsEveryDTypeBitExactly) {
                                           {2, 2})},
       {"int32", from_vector<std::int32_t>({std::numeric_limits<std::int32_t>::min(), 7})},
       {"bool", from_vector<bool>({true, false, false, true, true}, {5, 1})},
+      {"bfloat16", from_vector<float>({-2.5f, 1e-40f, 3.0e38f, -0.0f}).to(DType::BFloat16)},
+      {"float16", from_vector<float>({-2.5f, 6e-8f, 65504.0f, -0.0f}, {2, 2}).to(DType::Float16)},
       {"scalar", full({}, 3.25f)},
       {"scalar_bool", full({}, true)},
       {"empty_rows", empty({0, 5})},
@@ -247,6 +249,8 @@ TEST(SafetensorsTest, DTypeNamesAreTheSafetensorsOnes) {
   EXPECT_EQ(safetensors_dtype_name(DType::Int64), "I64");
   EXPECT_EQ(safetensors_dtype_name(DType::Int32), "I32");
   EXPECT_EQ(safetensors_dtype_name(DType::Bool), "BOOL");
+  EXPECT_EQ(safetensors_dtype_name(DType::BFloat16), "BF16");
+  EXPECT_EQ(safetensors_dtype_name(DType::Float16), "F16");
 }
 
 }  // namespace

@@ -21,10 +21,12 @@ if [[ $have_data == 1 ]]; then
   python3 - out.json <<'PY' || fail "the --json line"
 import json, sys
 d = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
-for key in ("model", "device", "mode", "epochs", "steps", "train_loss", "test_accuracy",
+for key in ("model", "device", "mode", "precision", "epochs", "steps", "train_loss",
+            "test_accuracy",
             "step_time_ms_median", "samples_per_s", "peak_memory_bytes", "graph_stats"):
     assert key in d, key
 assert d["steps"] == 5 and d["model"] == "mlp" and 0 <= d["test_accuracy"] <= 1, d
+assert d["precision"] == "fp32", d  # the CPU's default
 assert set(d["graph_stats"]) == {"warmups", "recordings", "replays", "checkpoints", "fallbacks"}
 PY
   [[ $(wc -l <m.csv) == 6 ]] || fail "metrics: expected a header and 5 rows"
@@ -49,7 +51,7 @@ PY
     --checkpoint r.safetensors --json >r.json 2>rerr.txt
   expect_in '"model":"resnet"' r.json
   expect_in '"test_accuracy"' r.json
-  expect_in "grove train: resnet on cpu, eager, 1 epochs of 2 steps, sgd lr 0.1 " rerr.txt
+  expect_in "grove train: resnet on cpu, eager, fp32, 1 epochs of 2 steps, sgd lr 0.1 " rerr.txt
   "$grove" eval --checkpoint r.safetensors --device cpu --json >reval.json 2>/dev/null
   expect_in '"test_loss"' reval.json
 fi

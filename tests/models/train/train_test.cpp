@@ -192,6 +192,30 @@ TEST(Trainer, GraphedMlpEqualsEager) {
   expect_graphed_equals_eager(config);
 }
 
+// In bf16 and fp16 (autocast; fp16 with the loss scaler, its skips decided on the device) the
+// compiled whole step equals the eager one bit for bit on the CPU as well.
+TEST(Trainer, GraphedMlpEqualsEagerInBf16) {
+  SKIP_WITHOUT_FASHION_MNIST();
+  TrainConfig config = defaults_for("mlp");
+  config.epochs = 1;
+  config.train_limit = 600;
+  config.test_limit = 200;
+  config.precision = Precision::BFloat16;
+  expect_graphed_equals_eager(config);
+}
+
+TEST(Trainer, GraphedGptEqualsEagerInBf16AndFp16) {
+  const zoo::ModelSpec& spec = zoo::model_spec("gpt");
+  const std::string missing = test_runs::data_missing(spec);
+  if (!missing.empty()) GTEST_SKIP() << missing;
+  for (const Precision precision : {Precision::BFloat16, Precision::Float16}) {
+    SCOPED_TRACE(to_string(precision));
+    TrainConfig config = test_runs::small_run(spec);
+    config.precision = precision;
+    expect_graphed_equals_eager(config);
+  }
+}
+
 // Every registered model, a small run of it (small_runs.h: for the cnn 3 batches of 32, for the
 // gpt 4 steps of 4 windows with clipping, evaluations and samples): graphed equals eager.
 class EveryModel : public ::testing::TestWithParam<const zoo::ModelSpec*> {};
