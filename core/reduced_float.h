@@ -156,8 +156,7 @@ struct BFloat16 {
 
   BFloat16() = default;
   template <typename T>
-  requires std::is_arithmetic_v<T>
-  GROVE_HOST_DEVICE explicit BFloat16(T value)
+  requires std::is_arithmetic_v<T> GROVE_HOST_DEVICE explicit BFloat16(T value)
       : bits(reduced_float::bfloat16_bits(reduced_float::narrowable(value))) {}
   GROVE_HOST_DEVICE static BFloat16 from_bits(std::uint16_t raw) {
     BFloat16 result;
@@ -175,8 +174,7 @@ struct Float16 {
 
   Float16() = default;
   template <typename T>
-  requires std::is_arithmetic_v<T>
-  GROVE_HOST_DEVICE explicit Float16(T value)
+  requires std::is_arithmetic_v<T> GROVE_HOST_DEVICE explicit Float16(T value)
       : bits(reduced_float::float16_bits(reduced_float::narrowable(value))) {}
   GROVE_HOST_DEVICE static Float16 from_bits(std::uint16_t raw) {
     Float16 result;

@@ -13,10 +13,10 @@
 // ~~~~~~~~~~~~~~~
 // The guard sets a per-thread policy that dispatch() (ops/dispatch.cpp) applies to each call
 // before its checks: the call's floating inputs (values: not the Index, Mask, Count or
-// Statistics inputs of its OpEntry) are cast with Tensor::to(dtype), an ordinary differentiable copy that autograd and
-// the tracer see, so compile and whole-step graphs capture the casts like any op and the backward
-// converts each gradient back to its input's dtype. The one table (kAutocastRules in
-// ops/autocast.cpp) names each op's rule:
+// Statistics inputs of its OpEntry) are cast with Tensor::to(dtype), an ordinary differentiable
+// copy that autograd and the tracer see, so compile and whole-step graphs capture the casts like
+// any op and the backward converts each gradient back to its input's dtype. The one table
+// (kAutocastRules in ops/autocast.cpp) names each op's rule:
 //   Lower    matmul, linear, bmm, conv2d, attention: float32 inputs are cast to the guard's
 //            dtype (float64 ones are left alone, as in PyTorch);
 //   Float32  softmax, log_softmax, cross_entropy, nll_loss, layer_norm, rms_norm, sum, mean, var,

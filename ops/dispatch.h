@@ -120,16 +120,16 @@ struct InputCount {
 // enforces it with the op's own message; the entry states it, for readers, for the tests that
 // drive every op (tests/misuse/op_table_misuse_test.cpp) and for adding a dtype.
 enum class InputDTypes : std::uint8_t {
-  Floating,   // float32, float64, bfloat16 or float16: the op's compute dtype, one for all its
-              // Floating and Numeric inputs
-  Numeric,    // any dtype but bool (integers too): the op's compute dtype, as Floating
-  Index,      // int64 indices or class targets
-  Mask,       // bool: a condition or a mask
-  AnyShared,  // any dtype, bool included: one for all the op's AnyShared inputs (cat's tensors)
-  Any,        // any dtype, bool included, not tied to the other inputs (copy_'s source, sum's
-              // input, the collectives')
-  Count,      // a one-element tensor of any numeric dtype holding a count (adamw_'s step) or a
-              // flag (the loss scaler's found_inf)
+  Floating,    // float32, float64, bfloat16 or float16: the op's compute dtype, one for all its
+               // Floating and Numeric inputs
+  Numeric,     // any dtype but bool (integers too): the op's compute dtype, as Floating
+  Index,       // int64 indices or class targets
+  Mask,        // bool: a condition or a mask
+  AnyShared,   // any dtype, bool included: one for all the op's AnyShared inputs (cat's tensors)
+  Any,         // any dtype, bool included, not tied to the other inputs (copy_'s source, sum's
+               // input, the collectives')
+  Count,       // a one-element tensor of any numeric dtype holding a count (adamw_'s step) or a
+               // flag (the loss scaler's found_inf)
   Statistics,  // values a forward saved for its backward (a log-sum-exp, a mean), in
                // compute_dtype of the op's Floating inputs (core/dtype.h): float32 for 16 bits
 };

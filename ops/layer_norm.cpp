@@ -53,8 +53,8 @@ void infer_layer_norm_backward(const OpCall& call, OutputSpecs& outputs) {
     GROVE_OP_CHECK(
         call, stat.sizes() == IntArrayRef(stats_sizes) && stat.dtype() == compute_dtype(x.dtype()),
         "expected ", names[i], " of shape and dtype ", compute_dtype(x.dtype()),
-        IntArrayRef(stats_sizes),
-        " (layer_norm_with_stats' output for this input), but got ", stat.dtype(), stat.sizes());
+        IntArrayRef(stats_sizes), " (layer_norm_with_stats' output for this input), but got ",
+        stat.dtype(), stat.sizes());
   }
   if (a.has_weight) check_norm_parameter(call, x, call.input(4), a.normalized_shape, "weight");
   GROVE_INTERNAL_ASSERT(call.inputs.size() == (a.has_weight ? 5u : 4u),
@@ -82,12 +82,11 @@ std::string describe_layer_norm_backward(const OpAttributes& a) {
 
 constexpr InputSpec kLayerNormInputs[] = {
     {"x"}, {"weight", InputDTypes::Floating, true}, {"bias", InputDTypes::Floating, true}};
-constexpr InputSpec kLayerNormBackwardInputs[] = {
-    {"grad"},
-    {"x"},
-    {"mean", InputDTypes::Statistics},
-    {"rstd", InputDTypes::Statistics},
-    {"weight", InputDTypes::Floating, true}};
+constexpr InputSpec kLayerNormBackwardInputs[] = {{"grad"},
+                                                  {"x"},
+                                                  {"mean", InputDTypes::Statistics},
+                                                  {"rstd", InputDTypes::Statistics},
+                                                  {"weight", InputDTypes::Floating, true}};
 
 // Outputs: y, mean, rstd.
 constexpr OpEntry kLayerNorm{.kind = OpKind::LayerNorm,

@@ -434,12 +434,9 @@ void sgd_(std::span<const Tensor> params, std::span<const Tensor> grads,
           std::span<const Tensor> velocities, const Tensor& lr, const SgdHyperparameters& options,
           const Tensor& found_inf) {
   GROVE_CHECK(!params.empty(), "sgd_: expected at least one parameter, but the list is empty");
-  const SgdAttributes attributes{options.lr,
-                                 options.momentum,
-                                 options.weight_decay,
-                                 options.nesterov,
-                                 lr.defined(),
-                                 static_cast<std::int64_t>(params.size()),
+  const SgdAttributes attributes{options.lr,           options.momentum,
+                                 options.weight_decay, options.nesterov,
+                                 lr.defined(),         static_cast<std::int64_t>(params.size()),
                                  found_inf.defined()};
   std::vector<Tensor> inputs;
   inputs.reserve(3 * params.size() + 1);
@@ -482,7 +479,8 @@ void adamw_(std::span<const Tensor> params, std::span<const Tensor> grads,
 }
 
 void unscale_grads_(std::span<const Tensor> grads, const Tensor& found_inf, const Tensor& scale) {
-  GROVE_CHECK(!grads.empty(), "unscale_grads_: expected at least one gradient, but the list is "
+  GROVE_CHECK(!grads.empty(),
+              "unscale_grads_: expected at least one gradient, but the list is "
               "empty");
   std::vector<Tensor> inputs(grads.begin(), grads.end());
   inputs.push_back(found_inf);

@@ -28,7 +28,7 @@ void infer_rms_norm(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, std::isfinite(a.eps) && a.eps >= 0.0, "expected a finite eps >= 0, but got ",
                  a.eps);
   if (a.has_weight) check_norm_parameter(call, x, call.input(1), a.normalized_shape, "weight");
-  outputs.add(x.sizes(), x.dtype());    // y
+  outputs.add(x.sizes(), x.dtype());                   // y
   outputs.add(stats_sizes, compute_dtype(x.dtype()));  // rrms
 }
 
@@ -42,13 +42,10 @@ void infer_rms_norm_backward(const OpCall& call, OutputSpecs& outputs) {
   GROVE_OP_CHECK(call, grad.sizes() == x.sizes() && grad.dtype() == x.dtype(),
                  "expected grad of the input's shape and dtype ", x.dtype(), x.sizes(),
                  ", but got ", grad.dtype(), grad.sizes());
-  GROVE_OP_CHECK(call,
-                 rrms.sizes() == IntArrayRef(stats_sizes) &&
-                     rrms.dtype() == compute_dtype(x.dtype()),
-                 "expected rrms of shape and dtype ", compute_dtype(x.dtype()),
-                 IntArrayRef(stats_sizes),
-                 " (rms_norm_with_stats' output for this input), but got ", rrms.dtype(),
-                 rrms.sizes());
+  GROVE_OP_CHECK(
+      call, rrms.sizes() == IntArrayRef(stats_sizes) && rrms.dtype() == compute_dtype(x.dtype()),
+      "expected rrms of shape and dtype ", compute_dtype(x.dtype()), IntArrayRef(stats_sizes),
+      " (rms_norm_with_stats' output for this input), but got ", rrms.dtype(), rrms.sizes());
   if (a.has_weight) check_norm_parameter(call, x, call.input(3), a.normalized_shape, "weight");
   outputs.add(x.sizes(), x.dtype());           // grad_input
   outputs.add(a.normalized_shape, x.dtype());  // grad_weight

@@ -84,12 +84,12 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
                  grad.dtype(), grad.sizes());
   if (call.kind == OpKind::CrossEntropyBackward) {
     const Tensor& lse = call.input(3);
-    GROVE_OP_CHECK(
-        call,
-        lse.dim() == 1 && lse.sizes()[0] == scores.sizes()[0] &&
-            lse.dtype() == compute_dtype(scores.dtype()),
-        "expected lse of shape [", scores.sizes()[0], "] and dtype ", compute_dtype(scores.dtype()),
-        " (the cross_entropy op's second output), but got ", lse.dtype(), lse.sizes());
+    GROVE_OP_CHECK(call,
+                   lse.dim() == 1 && lse.sizes()[0] == scores.sizes()[0] &&
+                       lse.dtype() == compute_dtype(scores.dtype()),
+                   "expected lse of shape [", scores.sizes()[0], "] and dtype ",
+                   compute_dtype(scores.dtype()),
+                   " (the cross_entropy op's second output), but got ", lse.dtype(), lse.sizes());
   }
   outputs.add(scores.sizes(), scores.dtype());
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# README command 2: install what is missing, build everything, run the whole test suite, then
-# build and run the tests once more under AddressSanitizer + UndefinedBehaviorSanitizer.
+# README command 2: install what is missing, build everything, run the whole test suite, build a
+# program against the installed package, then build and run the tests once more under
+# AddressSanitizer + UndefinedBehaviorSanitizer.
 # Exits non-zero if any build step or test fails. Tests labelled `gpu` skip without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ jobs="$(nproc)"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build -j "$jobs"
 ctest --test-dir build --output-on-failure -j "$jobs"
+scripts/consumer_test.sh build  # grove installed as a CMake package, used by another project
 
 # Sanitizers: host code only (GROVE_CUDA=OFF keeps this build short), every CPU test but the
 # training runs on real data (label `training`: minutes in a debug build; their code paths run

@@ -12,9 +12,9 @@
 //     A trace of f(a, a) that writes its first input and reads its second reads the write; a
 //     trace of f(a, b) does not. So calls that alias their inputs differently trace apart.
 // and, for the whole call, whether grad mode is on and autocast's dtype (a trace made under an
-// AutocastGuard holds its casts: Note [Autocast] in ops/autocast.h). The storage offset is not part of it: the
-// tree manager copies non-static inputs into buffers of its own, and the trace's views are
-// relative to the input they start from.
+// AutocastGuard holds its casts: Note [Autocast] in ops/autocast.h). The storage offset is not part
+// of it: the tree manager copies non-static inputs into buffers of its own, and the trace's views
+// are relative to the input they start from.
 #pragma once
 
 #include <cstdint>

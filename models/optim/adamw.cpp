@@ -54,8 +54,7 @@ void AdamW::update(std::span<const std::size_t> indices, std::span<const Tensor>
     exp_avgs.push_back(exp_avg_[i]);
     exp_avg_sqs.push_back(exp_avg_sq_[i]);
   }
-  ops::adamw_(params, grads, exp_avgs, exp_avg_sqs, step_tensor(), lr_tensor(), fused,
-              found_inf);
+  ops::adamw_(params, grads, exp_avgs, exp_avg_sqs, step_tensor(), lr_tensor(), fused, found_inf);
 }
 
 }  // namespace grove::optim

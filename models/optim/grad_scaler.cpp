@@ -37,7 +37,8 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 }
 
 void GradScaler::unscale_(Optimizer& optimizer) {
-  GROVE_CHECK(!unscaled_, "GradScaler::unscale_: already called since the last update(); the "
+  GROVE_CHECK(!unscaled_,
+              "GradScaler::unscale_: already called since the last update(); the "
               "gradients would be divided twice. Call it once per step, before step()");
   const autograd::NoGradGuard no_grad;
   ops::zero_(found_inf_);

@@ -29,9 +29,9 @@
 namespace grove::optim {
 
 struct GradScalerOptions {
-  double init_scale = 65536.0;  // 2^16, PyTorch's; > 0 and finite
-  double growth_factor = 2.0;   // > 1
-  double backoff_factor = 0.5;  // in (0, 1)
+  double init_scale = 65536.0;          // 2^16, PyTorch's; > 0 and finite
+  double growth_factor = 2.0;           // > 1
+  double backoff_factor = 0.5;          // in (0, 1)
   std::int64_t growth_interval = 2000;  // steps without overflow before the scale grows; >= 1
 };
 

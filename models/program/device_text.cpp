@@ -30,9 +30,8 @@ std::string default_device_text() {
 }
 
 train::Precision default_precision(Device device) {
-  return device.is_cuda() && cuda_has_bf16_tensor_cores(device.index)
-             ? train::Precision::BFloat16
-             : train::Precision::Float32;
+  return device.is_cuda() && cuda_has_bf16_tensor_cores(device.index) ? train::Precision::BFloat16
+                                                                      : train::Precision::Float32;
 }
 
 std::string device_text(Device device) {

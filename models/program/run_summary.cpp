@@ -78,8 +78,8 @@ std::string RunSummary::to_json() const {
   // the function as written.
   const std::uint64_t fallbacks = trees.eager_fallbacks + graph_stats.eager_calls;
   nlohmann::ordered_json object = {
-      {"model", model},     {"device", device}, {"mode", mode},
-      {"precision", precision}, {"epochs", epochs}, {"steps", steps},
+      {"model", model},           {"device", device}, {"mode", mode},
+      {"precision", precision},   {"epochs", epochs}, {"steps", steps},
       {"train_loss", train_loss},
   };
   object[zoo::metric_name(metric)] = metric_value;

@@ -144,8 +144,8 @@ bool runs(const BuiltGraph& built, std::unordered_map<std::int64_t, void*>& pack
       built.workspace_bytes > 0
           ? empty({built.workspace_bytes}, TensorOptions(DType::Bool).device(device))
           : Tensor();
-  fe::error_t status = built.graph->execute(
-      cudnn_handle(device), pack, workspace.defined() ? workspace.data_ptr() : nullptr);
+  fe::error_t status = built.graph->execute(cudnn_handle(device), pack,
+                                            workspace.defined() ? workspace.data_ptr() : nullptr);
   GROVE_CHECK(status.is_good(), "attention: cuDNN's fused attention failed to run (",
               status.get_message(), ")");
   return true;
@@ -164,8 +164,8 @@ bool cudnn_attention(const OpCall& call, const OpOutputs& outputs) {
   const Device device = q.device();
   cuda_backend::DeviceGuard guard(device);
   cudnnHandle_t handle = cudnn_handle(device);
-  const GraphKey key{device.index, true, q.dtype(), shape_key({&q, &k, &v, &out}), a.causal,
-                     a.scale};
+  const GraphKey key{device.index, true,   q.dtype(), shape_key({&q, &k, &v, &out}),
+                     a.causal,     a.scale};
   BuiltGraph& built = cached(key, [&] {
     std::shared_ptr<fe::graph::Graph> graph = new_graph(q.dtype());
     const auto sdpa = fe::graph::SDPA_attributes()
@@ -202,12 +202,10 @@ bool cudnn_attention_backward(const OpCall& call, const OpOutputs& outputs) {
   const Device device = q.device();
   cuda_backend::DeviceGuard guard(device);
   cudnnHandle_t handle = cudnn_handle(device);
-  const GraphKey key{device.index,
-                     false,
-                     q.dtype(),
-                     shape_key({&q, &k, &v, &out, &grad, &outputs[0], &outputs[1], &outputs[2]}),
-                     a.causal,
-                     a.scale};
+  const GraphKey key{
+      device.index, false,
+      q.dtype(),    shape_key({&q, &k, &v, &out, &grad, &outputs[0], &outputs[1], &outputs[2]}),
+      a.causal,     a.scale};
   BuiltGraph& built = cached(key, [&] {
     std::shared_ptr<fe::graph::Graph> graph = new_graph(q.dtype());
     const auto options = fe::graph::SDPA_backward_attributes()
@@ -220,9 +218,9 @@ bool cudnn_attention_backward(const OpCall& call, const OpOutputs& outputs) {
                                    .set_data_type(fe::DataType_t::FLOAT)
                                    .set_dim({lse.size(0), lse.size(1), lse.size(2), 1})
                                    .set_stride({lse.stride(0), lse.stride(1), lse.stride(2), 1}));
-    auto [dq, dk, dv] = graph->sdpa_backward(
-        input(*graph, "q", kQ, q), input(*graph, "k", kK, k), input(*graph, "v", kV, v),
-        input(*graph, "o", kO, out), input(*graph, "do", kDO, grad), stats, options);
+    auto [dq, dk, dv] = graph->sdpa_backward(input(*graph, "q", kQ, q), input(*graph, "k", kK, k),
+                                             input(*graph, "v", kV, v), input(*graph, "o", kO, out),
+                                             input(*graph, "do", kDO, grad), stats, options);
     mark_output(dq, kDQ, outputs[0]);
     mark_output(dk, kDK, outputs[1]);
     mark_output(dv, kDV, outputs[2]);

@@ -50,10 +50,10 @@
 // asking the heuristic for an algorithm costs tens of microseconds, more than the small GEMMs of
 // an MLP take to run. So each thread keeps them per key: device, dtype, TF32, bias, transposes,
 // m, n, k, leading dims, batch count and strides, and the alignment (a power of two up to 256
-// bytes) of each pointer, because the heuristic may pick kernels that need 16-byte or wider loads and a
-// sliced operand can be less aligned than the last one of that shape; and whether benchmark mode
-// timed its kernels (Note [Timing matmul kernels]). The heuristic is asked once
-// per key and thread (its "no algorithm" answer is kept too); later calls cost a hash lookup and
+// bytes) of each pointer, because the heuristic may pick kernels that need 16-byte or wider loads
+// and a sliced operand can be less aligned than the last one of that shape; and whether benchmark
+// mode timed its kernels (Note [Timing matmul kernels]). The heuristic is asked once per key and
+// thread (its "no algorithm" answer is kept too); later calls cost a hash lookup and
 // cublasLtMatmul. The cache is thread_local so that setting the bias pointer on a cached
 // descriptor needs no lock; descriptors are host objects, freed when the thread exits.
 //
@@ -217,8 +217,7 @@ void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t att
 cublasLtMatrixLayout_t make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols,
                                    std::int64_t leading, std::int64_t count, std::int64_t stride) {
   cublasLtMatrixLayout_t layout = nullptr;
-  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type,
-                                                static_cast<std::uint64_t>(rows),
+  GROVE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, type, static_cast<std::uint64_t>(rows),
                                                 static_cast<std::uint64_t>(cols), leading));
   if (count > 1) {
     const auto batch = static_cast<std::int32_t>(count);
@@ -251,10 +250,10 @@ std::vector<cublasLtMatmulAlgo_t> build_plan(LtPlan& plan, const GemmCall& call,
   }
   // Stored shapes: op N reads A' as m x k, op T as k x m (and B' likewise with n).
   const cudaDataType_t type = cuda_type(call.dtype);
-  plan.layout_a = make_layout(type, call.trans_a ? call.k : call.m,
-                              call.trans_a ? call.m : call.k, call.lda, call.count, call.stride_a);
-  plan.layout_b = make_layout(type, call.trans_b ? call.n : call.k,
-                              call.trans_b ? call.k : call.n, call.ldb, call.count, call.stride_b);
+  plan.layout_a = make_layout(type, call.trans_a ? call.k : call.m, call.trans_a ? call.m : call.k,
+                              call.lda, call.count, call.stride_a);
+  plan.layout_b = make_layout(type, call.trans_b ? call.n : call.k, call.trans_b ? call.k : call.n,
+                              call.ldb, call.count, call.stride_b);
   plan.layout_c = make_layout(type, call.m, call.n, call.ldc, call.count, call.stride_c);
 
   cublasLtMatmulPreference_t preference = nullptr;
@@ -329,8 +328,6 @@ cublasLtMatmulAlgo_t fastest(const LtPlan& plan, const std::vector<cublasLtMatmu
   while (times[best] > fastest_ms * 1.05f) ++best;
   return candidates[best];
 }
-
-
 
 // float32, bfloat16 or float16 through cuBLASLt; false if it has no algorithm for this call
 // (nothing launched).
@@ -424,10 +421,10 @@ void blas_gemm(const GemmCall& call, Stream stream) {
                                           ? CUBLAS_COMPUTE_32F_FAST_TF32
                                           : CUBLAS_COMPUTE_32F;
   const cudaDataType_t type = cuda_type(call.dtype);
-  GROVE_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, trans_a, trans_b, m, n, k, &alpha, call.a, type, lda, call.stride_a, call.b, type,
-      ldb, call.stride_b, &beta, call.c, type, ldc, call.stride_c, count, compute,
-      CUBLAS_GEMM_DEFAULT));
+  GROVE_CUBLAS_CHECK(
+      cublasGemmStridedBatchedEx(handle, trans_a, trans_b, m, n, k, &alpha, call.a, type, lda,
+                                 call.stride_a, call.b, type, ldb, call.stride_b, &beta, call.c,
+                                 type, ldc, call.stride_c, count, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 // A coalesced batch dim: its size and each operand's element stride (0 where broadcast).

@@ -39,9 +39,9 @@ __global__ void sgd_kernel(T* param, const T* grad, T* velocity, SgdCoefficients
 template <typename T>
 __global__ void adamw_kernel(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, const void* step,
                              int step_dtype, AdamwCoefficients<T> c, double fixed_lr,
-                             LrSource lr_tensor, SkipSource skip, double weight_decay,
-                             double beta1, double beta2,
-                             const __grid_constant__ StridedLoop<4> loop, std::int64_t n) {
+                             LrSource lr_tensor, SkipSource skip, double weight_decay, double beta1,
+                             double beta2, const __grid_constant__ StridedLoop<4> loop,
+                             std::int64_t n) {
   if (skipped(skip)) return;
   const double lr = read_lr(lr_tensor, fixed_lr);
   if (lr_tensor.data != nullptr) set_adamw_lr(c, lr, weight_decay);
@@ -194,9 +194,8 @@ void adamw_typed(const OpCall& call) {
   adamw_kernel<T><<<blocks_for(n), kThreads, 0, stream_of(param)>>>(
       optim_data<T>(call, 0), optim_data<T>(call, 1), optim_data<T>(call, 2),
       optim_data<T>(call, 3), adamw_step_input(call).data_ptr(),
-      static_cast<int>(adamw_step_input(call).dtype()), c,
-      a.lr, lr_source(call), skip_source(call), a.weight_decay, a.beta1, a.beta2,
-      optim_loop<4>(call), n);
+      static_cast<int>(adamw_step_input(call).dtype()), c, a.lr, lr_source(call), skip_source(call),
+      a.weight_decay, a.beta1, a.beta2, optim_loop<4>(call), n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -76,8 +76,8 @@ TEST(BFloat16Conversion, Float64RoundsOnceNotTwice) {
 TEST(Float16Conversion, RoundsToNearestEven) {
   EXPECT_EQ(f16(1.0f), 0x3C00);
   EXPECT_EQ(f16(-2.0f), 0xC000);
-  EXPECT_EQ(f16(1.0f + 0x1p-11f), 0x3C00);         // a tie, kept part even: down
-  EXPECT_EQ(f16(1.0f + 3 * 0x1p-11f), 0x3C02);     // a tie, kept part odd: up
+  EXPECT_EQ(f16(1.0f + 0x1p-11f), 0x3C00);      // a tie, kept part even: down
+  EXPECT_EQ(f16(1.0f + 3 * 0x1p-11f), 0x3C02);  // a tie, kept part odd: up
   EXPECT_EQ(f16(1.0f + 0x1p-11f + 0x1p-20f), 0x3C01);
   EXPECT_EQ(f16(0.1f), 0x2E66);
   EXPECT_EQ(f16(-0.0f), 0x8000);
@@ -117,8 +117,7 @@ TEST(Float16Conversion, NaNAndInfinities) {
   const float back = static_cast<float>(Float16::from_bits(0x7D00));  // signalling
   EXPECT_TRUE(std::isnan(back));
   EXPECT_EQ(std::bit_cast<std::uint32_t>(back), 0x7FE00000u);  // quiet, payload kept
-  EXPECT_EQ(static_cast<float>(Float16::from_bits(0x7C00)),
-            std::numeric_limits<float>::infinity());
+  EXPECT_EQ(static_cast<float>(Float16::from_bits(0x7C00)), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::signbit(static_cast<float>(Float16::from_bits(0x8000))));
 }
 
@@ -240,8 +239,8 @@ TEST(ReducedFloatTensor, FullRefusesAFiniteValueThatWouldBeInfinite) {
   EXPECT_THROW((void)full({2}, 1e39, DType::BFloat16), Error);
   EXPECT_THROW((void)full({2}, 1e39, DType::Float32), Error);
   EXPECT_NO_THROW((void)full({2}, 1e39, DType::Float64));
-  EXPECT_TRUE(std::isinf(full({1}, -std::numeric_limits<double>::infinity(), DType::BFloat16)
-                             .item<float>()));
+  EXPECT_TRUE(std::isinf(
+      full({1}, -std::numeric_limits<double>::infinity(), DType::BFloat16).item<float>()));
 }
 
 TEST(ReducedFloatTensor, PrintsItsDTypeAndValues) {

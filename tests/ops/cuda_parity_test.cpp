@@ -1255,8 +1255,7 @@ bool takes_reduced(OpKind kind) {
 // The row's dtypes, with bfloat16 and float16 where it takes float32.
 std::vector<DType> dtypes_of(const Row& row) {
   std::vector<DType> dtypes = row.dtypes;
-  const bool floating =
-      std::find(dtypes.begin(), dtypes.end(), DType::Float32) != dtypes.end();
+  const bool floating = std::find(dtypes.begin(), dtypes.end(), DType::Float32) != dtypes.end();
   if (floating && takes_reduced(row.kind)) {
     dtypes.push_back(DType::BFloat16);
     dtypes.push_back(DType::Float16);

@@ -93,10 +93,9 @@ TEST_P(ReducedPrecisionOps, EveryOpEqualsTheFloat32OpRoundedOnce) {
     }
     for (std::size_t i = 0; i < got.size(); ++i) {
       // Outputs follow the inputs' dtype, but for the statistics a forward saves (float32).
-      const bool statistics = (kind == OpKind::CrossEntropy && i == 1) ||
-                              (kind == OpKind::LayerNorm && i >= 1) ||
-                              (kind == OpKind::RmsNorm && i == 1) ||
-                              (kind == OpKind::Attention && i == 1);
+      const bool statistics =
+          (kind == OpKind::CrossEntropy && i == 1) || (kind == OpKind::LayerNorm && i >= 1) ||
+          (kind == OpKind::RmsNorm && i == 1) || (kind == OpKind::Attention && i == 1);
       if (narrowed && want[i].dtype() == DType::Float32) {
         EXPECT_EQ(got[i].dtype(), statistics ? DType::Float32 : dtype)
             << "output " << i << " follows its inputs' dtype";
