@@ -9,10 +9,12 @@
 
 #include "core/caching_allocator.h"
 #include "core/error.h"
+#include "dist/backend_versions.h"
 #include "models/program/core_demo.h"
 #include "models/program/commands.h"
 #include "models/program/device_info.h"
 #include "models/program/plot.h"
+#include "ops/backend_versions.h"
 
 namespace grove::program {
 
@@ -49,6 +51,9 @@ void add_info_command(CLI::App& app, OnParse on_parse) {
               << ", nlohmann-json " << NLOHMANN_JSON_VERSION_MAJOR << "."
               << NLOHMANN_JSON_VERSION_MINOR << "." << NLOHMANN_JSON_VERSION_PATCH << "\n";
     for (const std::string& line : cuda_library_lines()) std::cout << "  " << line << "\n";
+    std::cout << "backends:\n";
+    for (const std::string& line : ops::backend_versions()) std::cout << "  " << line << "\n";
+    for (const std::string& line : dist::backend_versions()) std::cout << "  " << line << "\n";
     std::cout << "devices:\n  cpu: " << cpu_description() << "\n";
     for (const std::string& line : cuda_device_lines()) std::cout << "  " << line << "\n";
   });

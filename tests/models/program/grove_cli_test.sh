@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The grove program end to end, as a user runs it: train on a subset with --json, metrics and a
-# checkpoint; resume; eval; sample; plot; Ctrl-C (SIGINT) finishing the step, saving a checkpoint
-# and saying how to resume; and mistakes refused with a message and a non-zero exit.
+# The grove program end to end, as a user runs it: info; train on a subset with --json, metrics
+# and a checkpoint; resume; eval; sample; plot; Ctrl-C (SIGINT) finishing the step, saving a
+# checkpoint and saying how to resume; and mistakes refused with a message and a non-zero exit.
 #   grove_cli_test.sh path/to/grove
 set -euo pipefail
 grove=$1
@@ -10,6 +10,10 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect_in() { grep -q -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in $2"; }; }
+
+# info: the build, every optional backend with its version or why it is missing, the devices.
+"$grove" info >info.txt
+for word in "build:" "backends:" "oneDNN" "Gloo" "devices:"; do expect_in "$word" info.txt; done
 
 have_data=0
 [[ -e /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]] && have_data=1
