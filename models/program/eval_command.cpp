@@ -10,6 +10,7 @@
 #include "models/program/commands.h"
 #include "models/program/flag_checks.h"
 #include "models/program/run_summary.h"
+#include "models/program/threads.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
 #include "models/zoo/registry.h"
@@ -35,6 +36,7 @@ Device check_eval_flags(const EvalFlags& flags) {
 }
 
 int run_eval(const EvalFlags& flags) {
+  apply_threads(choose_threads(std::nullopt));  // Note [Threads on a shared machine]
   const Device device = check_eval_flags(flags);
   // Before the evaluation: it must not fail at its end for want of a place to write.
   if (!flags.save_logits.empty()) prepare_output_file(flags.save_logits, "--save-logits");
@@ -95,6 +97,7 @@ Device check_sample_flags(const SampleFlags& flags) {
 }
 
 int run_sample(const SampleFlags& flags) {
+  apply_threads(choose_threads(std::nullopt));
   const Device device = check_sample_flags(flags);
   const train::Checkpoint saved = train::read_checkpoint(flags.checkpoint);
   const zoo::ModelSpec& spec = zoo::model_spec(saved.config.model);  // read_checkpoint checked it

@@ -14,6 +14,7 @@
 #include "models/program/commands.h"
 #include "models/program/device_info.h"
 #include "models/program/plot.h"
+#include "models/program/threads.h"
 #include "ops/backend_versions.h"
 
 namespace grove::program {
@@ -54,7 +55,8 @@ void add_info_command(CLI::App& app, OnParse on_parse) {
     std::cout << "backends:\n";
     for (const std::string& line : ops::backend_versions()) std::cout << "  " << line << "\n";
     for (const std::string& line : dist::backend_versions()) std::cout << "  " << line << "\n";
-    std::cout << "devices:\n  cpu: " << cpu_description() << "\n";
+    std::cout << "devices:\n  cpu: " << cpu_description() << "\n"
+              << "  cpu kernels: " << choose_threads(std::nullopt).describe() << "\n";
     for (const std::string& line : cuda_device_lines()) std::cout << "  " << line << "\n";
   });
 }

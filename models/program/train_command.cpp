@@ -36,6 +36,7 @@
 #include "models/program/metrics.h"
 #include "models/program/progress.h"
 #include "models/program/run_summary.h"
+#include "models/program/threads.h"
 #include "models/train/checkpoint.h"
 #include "models/train/trainer.h"
 #include "models/zoo/registry.h"
@@ -71,7 +72,7 @@ struct TrainFlags {
   std::string mode = "eager";
   std::string precision;
   std::int64_t epochs = 0, steps = 0, batch_size = 0, warmup_steps = 0, train_limit = 0,
-               test_limit = 0, checkpoint_every = 0, read_every = 0, nproc = 1;
+               test_limit = 0, checkpoint_every = 0, read_every = 0, nproc = 1, threads = 0;
   double lr = 0, momentum = 0, weight_decay = 0, clip = 0;
   std::string optimizer, schedule, data, checkpoint, metrics;
   std::uint64_t seed = 0;
@@ -151,7 +152,8 @@ std::string shell_word(const std::string& value) {
 std::string resume_command(const TrainFlags& flags, const std::string& checkpoint) {
   std::string command = "grove train --resume --checkpoint " + shell_word(checkpoint);
   for (const char* option : {"--device", "--mode", "--precision", "--epochs", "--steps",
-                             "--checkpoint-every", "--metrics", "--read-every", "--nproc"}) {
+                             "--checkpoint-every", "--metrics", "--read-every", "--nproc",
+                             "--threads"}) {
     if (flags.given(option)) {
       command += std::string(" ") + option + " " +
                  shell_word(flags.command->get_option(option)->as<std::string>());
@@ -256,6 +258,11 @@ int run_train(const TrainFlags& flags) {
   }
   const bool leader = !is_rank || dist::default_process_group().rank() == 0;
   std::ostream& err = leader ? std::cerr : nowhere();
+  // Note [Threads on a shared machine]
+  const ThreadChoice threads =
+      choose_threads(flags.given("--threads") ? std::optional<std::int64_t>(flags.threads)
+                                              : std::nullopt);
+  apply_threads(threads);
 
   train::Trainer trainer(config);
   if (saved) train::restore_checkpoint(trainer, *saved);
@@ -264,7 +271,7 @@ int run_train(const TrainFlags& flags) {
   if (trainer.world_size() > 1) {
     err << "; " << trainer.world_size() << " processes, each on batches of " << config.batch_size;
   }
-  err << "\n";
+  err << "\ncpu kernels: " << threads.describe() << "\n";
   if (trainer.spec().task_spec().data == zoo::DataKind::TextCorpus) {
     const data::TextCorpus& corpus = trainer.corpus();
     err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size() << " files ("
@@ -489,6 +496,11 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
       ->add_option("--nproc", flags->nproc,
                    "train data-parallel in N processes on this host (cuda: one GPU each; "
                    "--batch-size is per process)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+  command
+      ->add_option("--threads", flags->threads,
+                   "threads of the CPU kernels (default: GROVE_NUM_THREADS, OMP_NUM_THREADS, or "
+                   "the cores idle when the run starts)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   if (on_parse == OnParse::CheckFlags) {
     command->callback([flags] { config_of(*flags, nullptr); });
