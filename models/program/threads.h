@@ -4,9 +4,11 @@
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // OpenMP's default is one thread per hardware thread. A parallel region ends when its slowest
 // thread does, and when other work runs on the same cores the kernel deschedules some thread of
-// every region: measured on a 2-core machine with a second grove run training on the same cores,
-// the MLP's CPU step took 36-124 ms with 2 threads (with OMP_WAIT_POLICY active or passive)
-// against 2.5-3 ms with 1; idle, 2 threads take 1.9-2.0 ms and 1 thread 3.2-3.4 ms. So unless
+// every region. Measured on a 2-core machine, the MLP's CPU step (`grove train --model mlp
+// --device cpu`, median of 300 steps) with a second 2-thread grove run training beside it: 2
+// threads 14-46 ms (36-124 ms on another 2-core host, with OMP_WAIT_POLICY active or passive),
+// 1 thread 2.9 ms, the automatic choice 1 thread and 3.3 ms; idle: the automatic choice 2
+// threads and 2.0-2.4 ms, 1 thread 2.6-3.1 ms. So unless
 // told, a command counts the cores that are idle now (the busy share of every core over 100 ms
 // of /proc/stat) and uses that many threads, at least 1, split between the ranks of a
 // data-parallel job on this host (GROVE_WORLD_SIZE, set by --nproc). Told, it takes the number as
