@@ -19,6 +19,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -348,7 +349,23 @@ int run_train(const TrainFlags& flags) {
     }
     return 130;
   }
-  save("end");
+  // A run resumed from the checkpoint Ctrl-C saved without --checkpoint ("gpt-interrupted")
+  // ends under the model's plain name: finished, it is no longer interrupted. The interrupted
+  // file goes once the final one is written; a file of that name already there is never
+  // overwritten (the checkpoint keeps its name then).
+  const std::filesystem::path given(flags.checkpoint);
+  const std::filesystem::path finished =
+      given.parent_path() / (config.model + std::string(".safetensors"));
+  if (flags.resume && leader && given.filename() == config.model + "-interrupted.safetensors" &&
+      !std::filesystem::exists(finished)) {
+    train::save_checkpoint(trainer, finished.string());
+    std::filesystem::remove(given);
+    progress.message("checkpoint (end): " + finished.string() + " at step " +
+                     std::to_string(trainer.steps_done()) + "; the run is complete, so " +
+                     given.string() + " is gone");
+  } else {
+    save("end");
+  }
   const RunSummary summary = summarize(trainer, result);
   err << summary.to_text();
   if (flags.json && leader) std::cout << summary.to_json() << std::endl;

@@ -88,6 +88,25 @@ wait $pid || status=$?
 expect_in "resume with: grove train --resume --checkpoint i.safetensors --device cpu --steps 100000 --metrics i.csv" ierr.txt
 "$grove" eval --checkpoint i.safetensors --device cpu >/dev/null 2>&1 || fail "the saved checkpoint"
 
+# Ctrl-C without --checkpoint saves <model>-interrupted.safetensors; the resumed run, once
+# finished, leaves its checkpoint under the model's plain name.
+"$grove" train --model gpt --device cpu --steps 100000 --batch-size 2 --metrics j.csv \
+  >/dev/null 2>jerr.txt &
+pid=$!
+for _ in $(seq 600); do
+  [[ -s j.csv && $(wc -l <j.csv) -ge 3 ]] && break
+  sleep 0.1
+done
+kill -INT $pid
+wait $pid || true
+[[ -s gpt-interrupted.safetensors ]] || { cat jerr.txt >&2; fail "no gpt-interrupted.safetensors"; }
+steps_done=$(($(wc -l <j.csv) - 1))
+"$grove" train --resume --checkpoint gpt-interrupted.safetensors --device cpu \
+  --steps $((steps_done + 2)) >/dev/null 2>jerr2.txt || { cat jerr2.txt >&2; fail "resuming"; }
+[[ -s gpt.safetensors && ! -e gpt-interrupted.safetensors ]] ||
+  { cat jerr2.txt >&2; fail "the finished run's checkpoint is not gpt.safetensors"; }
+expect_in "the run is complete" jerr2.txt
+
 # SIGKILL while checkpoints are being written (one every step): the checkpoint on disk is always
 # a whole, loadable one, never a half-written file.
 for delay in 0.7 1.1 1.6; do
