@@ -48,18 +48,17 @@ graphs::TensorList TrainStep::run_eagerly(const graphs::TensorList& batch) {
     const AutocastGuard autocast(autocast_dtype(precision_));  // off for fp32
     loss = batch_loss(model_, batch[0], batch[1]);
   }
-  if (scaler_ == nullptr) {
-    loss.backward();
-    if (ddp_ != nullptr) ddp_->finish_gradient_sync();  // the gradients are the ranks' mean now
-    if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
-    optimizer_.step();
-  } else {
-    scaler_->scale(loss).backward();
-    if (ddp_ != nullptr) ddp_->finish_gradient_sync();
-    scaler_->unscale_(optimizer_);  // clipping needs the true gradients
-    if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
-    scaler_->step(optimizer_);  // skipped on the device when a gradient overflowed
+  // fp16: backward from the scaled loss, unscale before clipping (it needs the true gradients),
+  // and an update the device skips when a gradient overflowed.
+  (scaler_ != nullptr ? scaler_->scale(loss) : loss).backward();
+  if (ddp_ != nullptr) ddp_->finish_gradient_sync();  // the gradients are the ranks' mean now
+  if (scaler_ != nullptr) scaler_->unscale_(optimizer_);
+  if (clip_grad_norm_ > 0) optim::clip_grad_norm_(optimizer_.params(), clip_grad_norm_);
+  if (scaler_ != nullptr) {
+    scaler_->step(optimizer_);
     scaler_->update();
+  } else {
+    optimizer_.step();
   }
   return {loss.detach()};
 }

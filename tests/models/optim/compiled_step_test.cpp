@@ -4,11 +4,9 @@
 // on every step, while a schedule changes the rate between steps without a new recording.
 #include <gtest/gtest.h>
 
-#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -64,20 +62,6 @@ struct Trainee {
     return {loss.detach(), norm};
   }
 };
-
-// Runs `body` on a fresh thread: a fresh tree manager for the CPU, whatever ran before.
-void on_fresh_thread(const std::function<void()>& body) {
-  std::exception_ptr error;
-  std::thread thread([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  thread.join();
-  if (error) std::rethrow_exception(error);
-}
 
 void expect_compiled_equals_eager(bool use_adamw) {
   on_fresh_thread([&] {

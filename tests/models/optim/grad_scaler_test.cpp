@@ -5,11 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <exception>
 #include <functional>
 #include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -139,19 +137,6 @@ struct Fp16Trainee {
     return {loss.detach()};
   }
 };
-
-void on_fresh_thread(const std::function<void()>& body) {
-  std::exception_ptr error;
-  std::thread thread([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  thread.join();
-  if (error) std::rethrow_exception(error);
-}
 
 TEST(GradScaler, ACompiledFp16StepWithOverflowsEqualsEagerAndReadsNothingOnTheHost) {
   on_fresh_thread([] {

@@ -1,12 +1,14 @@
 // Shared helpers of the optimizer tests: parameters and gradients from values, values back as
-// doubles, closeness checks, and the message of an expected error.
+// doubles, closeness checks, the message of an expected error, and a run on a fresh thread.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -57,6 +59,20 @@ inline std::string error_of(const std::function<void()>& body) {
 // A gradient value that changes with the step and the element, in [-1, 1].
 inline double gradient_value(int step, std::size_t element) {
   return std::sin(1.3 * step + 0.7 * static_cast<double>(element) + 0.2);
+}
+
+// Runs `body` on a fresh thread: a fresh tree manager for the CPU, whatever ran before.
+inline void on_fresh_thread(const std::function<void()>& body) {
+  std::exception_ptr error;
+  std::thread thread([&] {
+    try {
+      body();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  thread.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace grove::optim::testing
