@@ -84,19 +84,22 @@ template <typename T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 // The dtypes a dispatch accepts.
-// The 16-bit floating dtypes are in Stored only: the kernels that move or fill elements (copy,
-// fill, item) take them; a kernel that computes never sees them, the dispatcher hands it float32
-// (Note [Reduced-precision compute] in ops/reduced_compute.h).
+// The 16-bit floating dtypes are in Stored and in the *AndReduced sets only: the kernels that
+// move or fill elements (copy, fill, item) take them, and so do the kernels whose op entry says
+// they do (they compute in float32); any other kernel never sees them, the dispatcher hands it
+// float32 (Note [Reduced-precision compute] in ops/reduced_compute.h).
 enum class DTypes : std::uint8_t {
-  Stored,      // every dtype: the five below and bfloat16, float16
-  All,         // float32, float64, int64, int32, bool: every dtype a kernel computes in
-  AllButBool,  // the arithmetic ones
-  Floating,    // float32, float64
+  Stored,                // every dtype: the five below and bfloat16, float16
+  All,                   // float32, float64, int64, int32, bool: every dtype a kernel computes in
+  AllButBool,            // the arithmetic ones
+  Floating,              // float32, float64
+  ArithmeticAndReduced,  // AllButBool, bfloat16, float16
+  FloatingAndReduced,    // float32, float64, bfloat16, float16
 };
 
 // Calls body.template operator()<T>() with T the C++ type of `dtype` (float, double,
-// std::int64_t, std::int32_t, bool; BFloat16, Float16 for DTypes::Stored) and returns what it
-// returns:
+// std::int64_t, std::int32_t, bool; BFloat16, Float16 for the sets that hold them) and returns what
+// it returns:
 //   dispatch_dtype(x.dtype(), "where", [&]<typename T>() { ... });
 // Only the types in kAccepted are instantiated, so the body may use operations that the other
 // types lack. A dtype outside kAccepted is a bug in grove (the op's infer refuses it): an
@@ -104,9 +107,12 @@ enum class DTypes : std::uint8_t {
 // kernel's template argument.
 template <DTypes kAccepted = DTypes::All, typename Body>
 decltype(auto) dispatch_dtype(DType dtype, std::string_view what, Body&& body) {
-  constexpr bool kIntegers = kAccepted != DTypes::Floating;
+  constexpr bool kIntegers =
+      kAccepted != DTypes::Floating && kAccepted != DTypes::FloatingAndReduced;
   constexpr bool kBool = kAccepted == DTypes::All || kAccepted == DTypes::Stored;
-  constexpr bool kReduced = kAccepted == DTypes::Stored;
+  constexpr bool kReduced = kAccepted == DTypes::Stored ||
+                            kAccepted == DTypes::ArithmeticAndReduced ||
+                            kAccepted == DTypes::FloatingAndReduced;
   switch (dtype) {
     case DType::Float32:
       return body.template operator()<float>();

@@ -5,7 +5,7 @@
 //   {
 //     grove::AutocastGuard autocast(DType::BFloat16);
 //     const Tensor logits = model.forward(x);          // linear layers in bfloat16
-//     loss = ops::cross_entropy(logits, targets);      // float32
+//     loss = ops::cross_entropy(logits, targets);      // float32 loss, bfloat16 logits read
 //   }
 //   autograd::backward(loss);                          // each op's gradient in its own dtype
 //
@@ -19,8 +19,11 @@
 // (kAutocastRules in ops/autocast.cpp) names each op's rule:
 //   Lower    matmul, linear, bmm, conv2d, attention: float32 inputs are cast to the guard's
 //            dtype (float64 ones are left alone, as in PyTorch);
-//   Float32  softmax, log_softmax, cross_entropy, nll_loss, layer_norm, rms_norm, sum, mean, var,
-//            exp, log, pow, sqrt, rsqrt: 16-bit inputs are widened to float32;
+//   Float32  softmax, log_softmax, layer_norm, rms_norm, sum, mean, var, exp, log, pow, sqrt,
+//            rsqrt: 16-bit inputs are widened to float32;
+//   (none)   cross_entropy, nll_loss: left alone, since they read 16-bit scores as they are and
+//            compute in float32 with a float32 loss (Note [A loss is in the compute dtype] in
+//            ops/softmax.cpp): a cast would cost a float32 copy of the logits and change nothing;
 //   (others) the inputs' dtype; when an op's floating inputs differ (a bfloat16 product added to
 //            a float32 residual), all are cast to the widest of them (bfloat16 with float16
 //            gives float32). In-place ops are never cast: they write the tensor they are given.

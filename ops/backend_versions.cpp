@@ -19,7 +19,8 @@ std::vector<std::string> backend_versions() {
                   "." + std::to_string(dnnl->patch) +
                   " (CPU float32 convolutions and matrix products)");
 #else
-  lines.push_back("oneDNN: not built (libdnnl-dev 2 was not found; im2col and Eigen serve the CPU)");
+  lines.push_back(
+      "oneDNN: not built (libdnnl-dev 2 was not found; im2col and Eigen serve the CPU)");
 #endif
 #if defined(GROVE_HAS_CUDNN_FRONTEND)
   lines.push_back("cudnn-frontend " + std::to_string(CUDNN_FRONTEND_MAJOR_VERSION) + "." +

@@ -130,8 +130,9 @@ enum class InputDTypes : std::uint8_t {
                // input, the collectives')
   Count,       // a one-element tensor of any numeric dtype holding a count (adamw_'s step) or a
                // flag (the loss scaler's found_inf)
-  Statistics,  // values a forward saved for its backward (a log-sum-exp, a mean), in
-               // compute_dtype of the op's Floating inputs (core/dtype.h): float32 for 16 bits
+  Statistics,  // values a forward saved for its backward (a log-sum-exp, a mean) and a loss's
+               // gradient, in compute_dtype of the op's Floating inputs (core/dtype.h): float32
+               // for 16 bits
 };
 
 // One input of an op, as its header documents it.

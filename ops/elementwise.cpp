@@ -144,14 +144,16 @@ std::string describe_masked_fill(const OpAttributes& attributes) {
                           .cpu = cpu::binary,                  \
                           .cuda = GROVE_CUDA_KERNEL(binary),   \
                           .describe = describe_scalar_operand, \
-                          .input_count = binary_input_count};
+                          .input_count = binary_input_count,   \
+                          .cuda_takes_reduced = true};
 #define GROVE_UNARY(op, inputs_, infer_fn, kernel_fn, describe_) \
   constexpr OpEntry k##op{.kind = OpKind::op,                    \
                           .inputs = inputs_,                     \
                           .infer = infer_fn,                     \
                           .cpu = cpu::kernel_fn,                 \
                           .cuda = GROVE_CUDA_KERNEL(kernel_fn),  \
-                          .describe = describe_};
+                          .describe = describe_,                 \
+                          .cuda_takes_reduced = true};
 GROVE_BINARY(Add, infer_arithmetic)
 GROVE_BINARY(Sub, infer_arithmetic)
 GROVE_BINARY(Mul, infer_arithmetic)

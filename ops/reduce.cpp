@@ -114,20 +114,22 @@ std::string describe_var(const OpAttributes& a) {
   return ReduceAttributes::from(a).describe(/*with_correction=*/true);
 }
 
-#define GROVE_ENTRY(op, inputs_, infer_fn, kernel_fn, describe_) \
-  constexpr OpEntry k##op{.kind = OpKind::op,                    \
-                          .inputs = inputs_,                     \
-                          .infer = infer_fn,                     \
-                          .cpu = cpu::kernel_fn,                 \
-                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),  \
-                          .describe = describe_};
+// cuda_reduced: whether the CUDA kernel takes 16-bit inputs as they are (the sums do).
+#define GROVE_ENTRY(op, inputs_, infer_fn, kernel_fn, describe_, cuda_reduced) \
+  constexpr OpEntry k##op{.kind = OpKind::op,                                  \
+                          .inputs = inputs_,                                   \
+                          .infer = infer_fn,                                   \
+                          .cpu = cpu::kernel_fn,                               \
+                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),                \
+                          .describe = describe_,                               \
+                          .cuda_takes_reduced = cuda_reduced};
 // Attributes: ReduceAttributes. max and argmax: dims = {dim} (max outputs values and indices) or
 // {} (every element; argmax gives the flat index).
-GROVE_ENTRY(Sum, kSumInput, infer_sum_like, reduce_sum, describe_reduce)
-GROVE_ENTRY(Mean, kFloatingInput, infer_sum_like, reduce_sum, describe_reduce)
-GROVE_ENTRY(Var, kFloatingInput, infer_sum_like, reduce_sum, describe_var)
-GROVE_ENTRY(Max, kNumericInput, infer_max_like, reduce_max, describe_reduce)
-GROVE_ENTRY(Argmax, kNumericInput, infer_max_like, reduce_max, describe_reduce)
+GROVE_ENTRY(Sum, kSumInput, infer_sum_like, reduce_sum, describe_reduce, true)
+GROVE_ENTRY(Mean, kFloatingInput, infer_sum_like, reduce_sum, describe_reduce, true)
+GROVE_ENTRY(Var, kFloatingInput, infer_sum_like, reduce_sum, describe_var, true)
+GROVE_ENTRY(Max, kNumericInput, infer_max_like, reduce_max, describe_reduce, false)
+GROVE_ENTRY(Argmax, kNumericInput, infer_max_like, reduce_max, describe_reduce, false)
 #undef GROVE_ENTRY
 
 Tensor reduce(const OpEntry& entry, const Tensor& x, IntArrayRef dims, bool keepdim,

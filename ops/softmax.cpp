@@ -15,6 +15,17 @@
 // outputs through the op observer (Note [Op observers] in dispatch.h). lse is computed for every
 // row, ignored or not. When every row is ignored (n = 0) the loss is NaN and the gradient is 0:
 // see cross_entropy_backward in softmax.h.
+//
+// Note [A loss is in the compute dtype]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// cross_entropy and nll_loss of bfloat16 or float16 scores return a float32 loss (and take a
+// float32 grad in their backward ops), as they save a float32 lse: the loss is a mean over many
+// rows of sums over many classes, computed in float32 either way, and rounding it to 8 bits of
+// mantissa would show three digits of it in a training log. PyTorch returns a 16-bit loss
+// unless autocast casts the logits to float32 first, which costs a float32 copy of every logit
+// (a GPT-2 step's logits are 8 x 1024 x 50304): here the kernels read the 16-bit logits as they
+// are, compute in float32, and round the logits' gradient once, so autocast leaves them alone
+// (ops/autocast.cpp) and gets what its cast would have given, without the copies.
 #include "ops/softmax.h"
 
 #include "ops/attributes.h"
@@ -66,7 +77,8 @@ void check_scores_and_targets(const OpCall& call, const Tensor& scores, const Te
 void infer_loss(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& scores = call.input(0);
   check_scores_and_targets(call, scores, call.input(1));
-  outputs.add({}, scores.dtype());
+  // See Note [A loss is in the compute dtype].
+  outputs.add({}, compute_dtype(scores.dtype()));
   // See Note [Cross-entropy saves the log-sum-exp].
   if (call.kind == OpKind::CrossEntropy) {
     outputs.add({scores.sizes()[0]}, compute_dtype(scores.dtype()));  // lse, for the backward
@@ -79,9 +91,9 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
   const Tensor& grad = call.input(0);
   const Tensor& scores = call.input(1);
   check_scores_and_targets(call, scores, call.input(2));
-  GROVE_OP_CHECK(call, grad.dim() == 0 && grad.dtype() == scores.dtype(),
-                 "expected a 0-d grad (of the mean loss) of dtype ", scores.dtype(), ", but got ",
-                 grad.dtype(), grad.sizes());
+  GROVE_OP_CHECK(call, grad.dim() == 0 && grad.dtype() == compute_dtype(scores.dtype()),
+                 "expected a 0-d grad (of the mean loss) of dtype ", compute_dtype(scores.dtype()),
+                 ", but got ", grad.dtype(), grad.sizes());
   if (call.kind == OpKind::CrossEntropyBackward) {
     const Tensor& lse = call.input(3);
     GROVE_OP_CHECK(call,
@@ -97,10 +109,13 @@ void infer_loss_backward(const OpCall& call, OutputSpecs& outputs) {
 constexpr InputSpec kSoftmaxInputs[] = {{"x"}};
 constexpr InputSpec kCrossEntropyInputs[] = {{"logits"}, {"targets", InputDTypes::Index}};
 constexpr InputSpec kNllLossInputs[] = {{"log_probs"}, {"targets", InputDTypes::Index}};
-constexpr InputSpec kCrossEntropyBackwardInputs[] = {
-    {"grad"}, {"logits"}, {"targets", InputDTypes::Index}, {"lse", InputDTypes::Statistics}};
+// The loss's grad is in the compute dtype, as the loss (Note [A loss is in the compute dtype]).
+constexpr InputSpec kCrossEntropyBackwardInputs[] = {{"grad", InputDTypes::Statistics},
+                                                     {"logits"},
+                                                     {"targets", InputDTypes::Index},
+                                                     {"lse", InputDTypes::Statistics}};
 constexpr InputSpec kNllLossBackwardInputs[] = {
-    {"grad"}, {"log_probs"}, {"targets", InputDTypes::Index}};
+    {"grad", InputDTypes::Statistics}, {"log_probs"}, {"targets", InputDTypes::Index}};
 
 #define GROVE_ENTRY(op, inputs_, infer_fn, kernel_fn, describe_) \
   constexpr OpEntry k##op{.kind = OpKind::op,                    \
@@ -112,14 +127,22 @@ constexpr InputSpec kNllLossBackwardInputs[] = {
 GROVE_ENTRY(Softmax, kSoftmaxInputs, infer_softmax, softmax, describe_as<SoftmaxAttributes>)
 GROVE_ENTRY(LogSoftmax, kSoftmaxInputs, infer_softmax, softmax, describe_as<SoftmaxAttributes>)
 // Outputs loss and lse.
-GROVE_ENTRY(CrossEntropy, kCrossEntropyInputs, infer_loss, cross_entropy,
-            describe_as<LossAttributes>)
-GROVE_ENTRY(NllLoss, kNllLossInputs, infer_loss, nll_loss, describe_as<LossAttributes>)
-GROVE_ENTRY(CrossEntropyBackward, kCrossEntropyBackwardInputs, infer_loss_backward,
-            cross_entropy_backward, describe_as<LossAttributes>)
-GROVE_ENTRY(NllLossBackward, kNllLossBackwardInputs, infer_loss_backward, nll_loss_backward,
-            describe_as<LossAttributes>)
 #undef GROVE_ENTRY
+// The losses and their gradients: the CUDA kernels read 16-bit scores as they are.
+#define GROVE_LOSS_ENTRY(op, inputs_, infer_fn, kernel_fn)         \
+  constexpr OpEntry k##op{.kind = OpKind::op,                      \
+                          .inputs = inputs_,                       \
+                          .infer = infer_fn,                       \
+                          .cpu = cpu::kernel_fn,                   \
+                          .cuda = GROVE_CUDA_KERNEL(kernel_fn),    \
+                          .describe = describe_as<LossAttributes>, \
+                          .cuda_takes_reduced = true};
+GROVE_LOSS_ENTRY(CrossEntropy, kCrossEntropyInputs, infer_loss, cross_entropy)
+GROVE_LOSS_ENTRY(NllLoss, kNllLossInputs, infer_loss, nll_loss)
+GROVE_LOSS_ENTRY(CrossEntropyBackward, kCrossEntropyBackwardInputs, infer_loss_backward,
+                 cross_entropy_backward)
+GROVE_LOSS_ENTRY(NllLossBackward, kNllLossBackwardInputs, infer_loss_backward, nll_loss_backward)
+#undef GROVE_LOSS_ENTRY
 
 OpAttributes with_dim(std::int64_t dim) {
   return SoftmaxAttributes{dim}.to_attributes();

@@ -27,7 +27,8 @@ inline constexpr unsigned kFullMask = 0xffffffffu;
 
 // The larger of a and b, NaN if either is NaN (the CPU's row_max): a NaN operand wins, the
 // first of two NaNs.
-__device__ inline double nan_max(double a, double b) {
+template <typename T>
+__device__ inline T nan_max(T a, T b) {
   if (a != a) return a;
   return b > a || b != b ? b : a;
 }
@@ -40,7 +41,10 @@ struct Sum {
   }
 };
 struct NanMax {
-  __device__ double operator()(double a, double b) const { return nan_max(a, b); }
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return nan_max(a, b);
+  }
 };
 
 // Combines `value` over the 32 lanes of a warp with `op`; see the top of this file for the
@@ -83,8 +87,8 @@ struct RowGroup {
   }
   // Combines `value` over the group: warp_reduce, or block_reduce through `shared` (one element
   // per warp of the block; unused for warp rows). Every thread of the group gets the result.
-  template <typename Op>
-  __device__ double reduce(double value, double* shared, Op op) const {
+  template <typename V, typename Op>
+  __device__ V reduce(V value, V* shared, Op op) const {
     if constexpr (kWarpRows) {
       return warp_reduce(value, op);
     } else {

@@ -34,7 +34,7 @@
 
 namespace grove::ops::cuda {
 
-inline constexpr unsigned kColumnLanes = 32;  // columns per block
+inline constexpr unsigned kColumnLanes = 32;     // columns per block
 inline constexpr unsigned kColumnGroups = 8;     // rows (or splits) folded side by side
 inline constexpr unsigned kOneSplitGroups = 32;  // the same, when one launch takes every row
 inline constexpr std::int64_t kRowsPerSplit = 64;
@@ -59,7 +59,6 @@ inline dim3 column_grid(std::int64_t columns, std::int64_t splits) {
               static_cast<unsigned>(splits));
 }
 
-
 // A plain sum in double (layer norm's, like its CPU kernel).
 struct PlainSum {
   double sum = 0.0;
@@ -67,10 +66,10 @@ struct PlainSum {
   __device__ double value() const { return sum; }
 };
 
-// Step 1 (blocks of kColumnLanes x kGroups threads). element(row, column, values) writes the kSums values the element adds (a layer norm's
-// g * xhat and g); partials holds kSums x splits x columns doubles. With one split (gridDim.y
-// 1) the sums go to finish(column, k, sum) instead, and step 2 is not launched. Sum: PlainSum,
-// or a compensated sum with the same interface.
+// Step 1 (blocks of kColumnLanes x kGroups threads). element(row, column, values) writes the kSums
+// values the element adds (a layer norm's g * xhat and g); partials holds kSums x splits x columns
+// doubles. With one split (gridDim.y 1) the sums go to finish(column, k, sum) instead, and step 2
+// is not launched. Sum: PlainSum, or a compensated sum with the same interface.
 template <int kSums, unsigned kGroups, typename Sum, typename Element, typename Finish>
 __global__ void column_partials(Element element, std::int64_t rows, std::int64_t columns,
                                 std::int64_t rows_per_split, double* partials, Finish finish) {
@@ -110,7 +109,8 @@ __global__ void column_finish(const double* partials, std::int64_t splits, std::
   Sum totals[kSums];
   if (column < columns) {
     for (std::int64_t split = threadIdx.y; split < splits; split += kGroups) {
-      for (int k = 0; k < kSums; ++k) totals[k].add(partials[(k * splits + split) * columns + column]);
+      for (int k = 0; k < kSums; ++k)
+        totals[k].add(partials[(k * splits + split) * columns + column]);
     }
   }
   for (int k = 0; k < kSums; ++k) group_sums[k][threadIdx.y][threadIdx.x] = totals[k].value();
@@ -142,11 +142,12 @@ void launch_column_sums(Element element, std::int64_t rows, std::int64_t columns
       empty({kSums, split.splits, columns}, TensorOptions(DType::Float64).device(device));
   auto* partials = static_cast<double*>(scratch.data_ptr());
   const dim3 block(kColumnLanes, kColumnGroups);
-  column_partials<kSums, kColumnGroups, Sum><<<column_grid(columns, split.splits), block, 0, stream>>>(
-      element, rows, columns, split.rows_per_split, partials, finish);
+  column_partials<kSums, kColumnGroups, Sum>
+      <<<column_grid(columns, split.splits), block, 0, stream>>>(
+          element, rows, columns, split.rows_per_split, partials, finish);
   GROVE_CUDA_CHECK(cudaGetLastError());
-  column_finish<kSums, kColumnGroups, Sum><<<column_grid(columns, 1), block, 0, stream>>>(
-      partials, split.splits, columns, finish);
+  column_finish<kSums, kColumnGroups, Sum>
+      <<<column_grid(columns, 1), block, 0, stream>>>(partials, split.splits, columns, finish);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
 

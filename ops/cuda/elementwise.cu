@@ -8,8 +8,11 @@
 // To keep nvcc builds short (CI compiles on 2 cores), kernels are templated on the element
 // types only; the op is a runtime OpKind switched on per element. The switch is uniform across
 // the launch, so it costs a few instructions per element of a memory-bound loop. Only the
-// dtypes an op accepts are instantiated (arithmetic: float32, float64, int32, int64; unary
-// floating math: float32, float64; comparisons, where, masked_fill: every dtype).
+// dtypes an op accepts are instantiated (arithmetic: float32, float64, int32, int64, bfloat16,
+// float16; unary floating math: float32, float64, bfloat16, float16; comparisons, where,
+// masked_fill: every dtype). bfloat16 and float16 are computed on in float32
+// (ops/cuda/opmath.cuh): each element is widened as it is loaded and rounded once as it is
+// stored, and a pack of them is 8 elements (16 bytes) like a pack of 4 float32.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -21,49 +24,11 @@
 #include "ops/broadcast.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/opmath.cuh"
 #include "ops/wrapping.h"
 
 namespace grove::ops::cuda {
 namespace {
-
-// --- device math: the CUDA library functions for float and double, named once ---
-
-__device__ inline float exp_of(float v) {
-  return expf(v);
-}
-__device__ inline double exp_of(double v) {
-  return ::exp(v);
-}
-__device__ inline float log_of(float v) {
-  return logf(v);
-}
-__device__ inline double log_of(double v) {
-  return ::log(v);
-}
-__device__ inline float sqrt_of(float v) {
-  return sqrtf(v);
-}
-__device__ inline double sqrt_of(double v) {
-  return ::sqrt(v);
-}
-__device__ inline float tanh_of(float v) {
-  return tanhf(v);
-}
-__device__ inline double tanh_of(double v) {
-  return ::tanh(v);
-}
-__device__ inline float erf_of(float v) {
-  return erff(v);
-}
-__device__ inline double erf_of(double v) {
-  return ::erf(v);
-}
-__device__ inline float pow_of(float v, float e) {
-  return powf(v, e);
-}
-__device__ inline double pow_of(double v, double e) {
-  return ::pow(v, e);
-}
 
 // grad * gelu'(x); the formulas of ops/elementwise.h.
 template <typename T>
@@ -125,53 +90,61 @@ __device__ inline R binary_op(OpKind kind, T a, T b, bool flag) {
   }
 }
 
-// kVec elements of T in one aligned load or store (16 bytes for the arithmetic dtypes).
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T values[kVec];
-};
-
-template <typename T>
-inline constexpr int kVecOf = 16 / sizeof(T) > 0 ? static_cast<int>(16 / sizeof(T)) : 1;
-
-bool aligned16(const void* pointer) {
-  return reinterpret_cast<std::uintptr_t>(pointer) % 16 == 0;
+// One binary op on stored operands: widened to the compute type, computed, and the result
+// stored as R (a comparison's bool, or T rounded once).
+template <typename T, typename R>
+__device__ inline R binary_element(OpKind kind, T a, T b, bool flag) {
+  if constexpr (std::is_same_v<R, bool>) {
+    return binary_op<OpMath<T>, bool>(kind, widen(a), widen(b), flag);
+  } else {
+    return narrow<T>(binary_op<OpMath<T>, OpMath<T>>(kind, widen(a), widen(b), flag));
+  }
+}
+template <typename T, typename R>
+__device__ inline R binary_element(OpKind kind, T a, OpMath<T> scalar, bool flag) {
+  if constexpr (std::is_same_v<R, bool>) {
+    return binary_op<OpMath<T>, bool>(kind, widen(a), scalar, flag);
+  } else {
+    return narrow<T>(binary_op<OpMath<T>, OpMath<T>>(kind, widen(a), scalar, flag));
+  }
 }
 
 // out[i] = op(a[i], b ? b[i] : scalar) over n dense elements. With `vectorise`, every pointer
 // is 16-byte aligned and the first n / kVec * kVec elements go in packs.
 template <typename T, typename R>
-__global__ void binary_dense(R* out, const T* a, const T* b, T scalar, OpKind kind, bool flag,
-                             std::int64_t n, bool vectorise) {
+__global__ void binary_dense(R* out, const T* a, const T* b, OpMath<T> scalar, OpKind kind,
+                             bool flag, std::int64_t n, bool vectorise) {
   constexpr int kVec = kVecOf<T>;
   const std::int64_t packs = vectorise ? n / kVec : 0;
   for (std::int64_t p = first_index(); p < packs; p += grid_step()) {
     const Pack<T, kVec> x = reinterpret_cast<const Pack<T, kVec>*>(a)[p];
-    Pack<T, kVec> y;
-    if (b != nullptr) {
-      y = reinterpret_cast<const Pack<T, kVec>*>(b)[p];
-    } else {
-      for (int j = 0; j < kVec; ++j) y.values[j] = scalar;
-    }
     Pack<R, kVec> o;
-    for (int j = 0; j < kVec; ++j)
-      o.values[j] = binary_op<T, R>(kind, x.values[j], y.values[j], flag);
+    if (b != nullptr) {
+      const Pack<T, kVec> y = reinterpret_cast<const Pack<T, kVec>*>(b)[p];
+      for (int j = 0; j < kVec; ++j)
+        o.values[j] = binary_element<T, R>(kind, x.values[j], y.values[j], flag);
+    } else {
+      for (int j = 0; j < kVec; ++j)
+        o.values[j] = binary_element<T, R>(kind, x.values[j], scalar, flag);
+    }
     reinterpret_cast<Pack<R, kVec>*>(out)[p] = o;
   }
   for (std::int64_t i = packs * kVec + first_index(); i < n; i += grid_step()) {
-    out[i] = binary_op<T, R>(kind, a[i], b != nullptr ? b[i] : scalar, flag);
+    out[i] = b != nullptr ? binary_element<T, R>(kind, a[i], b[i], flag)
+                          : binary_element<T, R>(kind, a[i], scalar, flag);
   }
 }
 
 // The same through strides: loop.strides[0] are out's, [1] a's, [2] b's (unused for a scalar).
 template <typename T, typename R>
-__global__ void binary_strided(R* out, const T* a, const T* b, T scalar, OpKind kind, bool flag,
-                               const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+__global__ void binary_strided(R* out, const T* a, const T* b, OpMath<T> scalar, OpKind kind,
+                               bool flag, const __grid_constant__ StridedLoop<3> loop,
+                               std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[3];
     offsets_of<3>(loop, i, offsets);
-    out[offsets[0]] =
-        binary_op<T, R>(kind, a[offsets[1]], b != nullptr ? b[offsets[2]] : scalar, flag);
+    out[offsets[0]] = b != nullptr ? binary_element<T, R>(kind, a[offsets[1]], b[offsets[2]], flag)
+                                   : binary_element<T, R>(kind, a[offsets[1]], scalar, flag);
   }
 }
 
@@ -240,28 +213,34 @@ __device__ inline T unary_op(const UnaryArgs<T>& args, T v) {
   return v;  // infer() lets only valid (kind, dtype) pairs through
 }
 
+// One unary op on a stored value, computed in OpMath<T> (args are in the compute type).
 template <typename T>
-__global__ void unary_dense(T* out, const T* x, const UnaryArgs<T> args, std::int64_t n,
+__device__ inline T unary_element(const UnaryArgs<OpMath<T>>& args, T v) {
+  return narrow<T>(unary_op(args, widen(v)));
+}
+
+template <typename T>
+__global__ void unary_dense(T* out, const T* x, const UnaryArgs<OpMath<T>> args, std::int64_t n,
                             bool vectorise) {
   constexpr int kVec = kVecOf<T>;
   const std::int64_t packs = vectorise ? n / kVec : 0;
   for (std::int64_t p = first_index(); p < packs; p += grid_step()) {
     Pack<T, kVec> v = reinterpret_cast<const Pack<T, kVec>*>(x)[p];
-    for (int j = 0; j < kVec; ++j) v.values[j] = unary_op(args, v.values[j]);
+    for (int j = 0; j < kVec; ++j) v.values[j] = unary_element(args, v.values[j]);
     reinterpret_cast<Pack<T, kVec>*>(out)[p] = v;
   }
   for (std::int64_t i = packs * kVec + first_index(); i < n; i += grid_step()) {
-    out[i] = unary_op(args, x[i]);
+    out[i] = unary_element(args, x[i]);
   }
 }
 
 template <typename T>
-__global__ void unary_strided(T* out, const T* x, const UnaryArgs<T> args,
+__global__ void unary_strided(T* out, const T* x, const UnaryArgs<OpMath<T>> args,
                               const __grid_constant__ StridedLoop<2> loop, std::int64_t n) {
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[2];
     offsets_of<2>(loop, i, offsets);
-    out[offsets[0]] = unary_op(args, x[offsets[1]]);
+    out[offsets[0]] = unary_element(args, x[offsets[1]]);
   }
 }
 
@@ -309,7 +288,7 @@ void launch_binary(const OpCall& call, const Tensor& out) {
   if (n == 0) return;
   const Tensor& a = call.input(0);
   const bool has_scalar = call.attributes.has_scalar;
-  const T scalar = has_scalar ? call.attributes.scalar.to<T>() : T{};
+  const OpMath<T> scalar = has_scalar ? call.attributes.scalar.to<OpMath<T>>() : OpMath<T>{};
   const T* x = typed<const T>(a);
   const T* y = has_scalar ? nullptr : typed<const T>(call.input(1));
   R* o = typed<R>(out);
@@ -366,24 +345,27 @@ UnaryArgs<T> unary_args(const OpCall& call) {
 
 void binary(const OpCall& call, const OpOutputs& outputs) {
   if (is_comparison(call.kind)) {
-    dispatch_dtype(call.input(0).dtype(), "binary",
-                   [&]<typename T>() { launch_binary<T, bool>(call, outputs[0]); });
+    dispatch_dtype<DTypes::Stored>(call.input(0).dtype(), "binary",
+                                   [&]<typename T>() { launch_binary<T, bool>(call, outputs[0]); });
     return;
   }
-  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), "binary",
-                                     [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
+  dispatch_dtype<DTypes::ArithmeticAndReduced>(call.input(0).dtype(), "binary", [&]<typename T>() {
+    launch_binary<T, T>(call, outputs[0]);
+  });
 }
 
 // out = grad * gelu'(x): the binary kernels with GeluBackward as their op.
 void gelu_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(outputs[0].dtype(), "gelu_backward",
-                    [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
+  dispatch_dtype<DTypes::FloatingAndReduced>(
+      outputs[0].dtype(), "gelu_backward",
+      [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
 }
 
 // out = grad where y > 0, else 0: the binary kernels with ReluBackward as their op.
 void relu_backward(const OpCall& call, const OpOutputs& outputs) {
-  dispatch_floating(outputs[0].dtype(), "relu_backward",
-                    [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
+  dispatch_dtype<DTypes::FloatingAndReduced>(
+      outputs[0].dtype(), "relu_backward",
+      [&]<typename T>() { launch_binary<T, T>(call, outputs[0]); });
 }
 
 void unary(const OpCall& call, const OpOutputs& outputs) {
@@ -393,8 +375,8 @@ void unary(const OpCall& call, const OpOutputs& outputs) {
   if (n == 0) return;
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype<DTypes::AllButBool>(input.dtype(), "unary", [&]<typename T>() {
-    const UnaryArgs<T> args = unary_args<T>(call);
+  dispatch_dtype<DTypes::ArithmeticAndReduced>(input.dtype(), "unary", [&]<typename T>() {
+    const UnaryArgs<OpMath<T>> args = unary_args<OpMath<T>>(call);
     const T* x = typed<const T>(input);
     T* o = typed<T>(out);
     if (dense_like(input, out)) {
@@ -423,7 +405,7 @@ void where(const OpCall& call, const OpOutputs& outputs) {
   const StridedLoop<4> loop = make_loop<4>(out.sizes(), strides, "where");
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype(out.dtype(), "where", [&]<typename T>() {
+  dispatch_dtype<DTypes::Stored>(out.dtype(), "where", [&]<typename T>() {
     where_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
         typed<T>(out), typed<const bool>(call.input(0)), typed<const T>(call.input(1)),
         typed<const T>(call.input(2)), loop, n);
@@ -441,7 +423,7 @@ void masked_fill(const OpCall& call, const OpOutputs& outputs) {
   const StridedLoop<3> loop = make_loop<3>(out.sizes(), strides, "masked_fill");
   cuda_backend::DeviceGuard guard(out.device());
   cudaStream_t stream = stream_of(out);
-  dispatch_dtype(out.dtype(), "masked_fill", [&]<typename T>() {
+  dispatch_dtype<DTypes::Stored>(out.dtype(), "masked_fill", [&]<typename T>() {
     masked_fill_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
         typed<T>(out), typed<const T>(call.input(0)), typed<const bool>(call.input(1)),
         call.attributes.scalar.to<T>(), loop, n);

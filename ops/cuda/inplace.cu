@@ -4,7 +4,8 @@
 // merges dense tensors into one dimension, so the dense case needs no index division. The op is
 // a runtime OpKind (one kernel per dtype keeps nvcc builds short). As on the CPU, an operand
 // that overlaps x other than element for element is copied first (on the device, on the same
-// stream), so results never depend on the order in which threads update x.
+// stream), so results never depend on the order in which threads update x. bfloat16 and float16
+// are updated in float32 and rounded once (ops/cuda/opmath.cuh).
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -16,6 +17,7 @@
 #include "ops/broadcast.h"
 #include "ops/cuda/inplace.h"
 #include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/opmath.cuh"
 
 namespace grove::ops::cuda {
 namespace {
@@ -50,15 +52,17 @@ __device__ inline T update_op(OpKind kind, T x, T v0, T v1, T scalar, int operan
 
 // loop.strides: x, operand 0, operand 1 (zeros for missing operands, which are not read).
 template <typename T>
-__global__ void update_strided(T* x, const T* v0, const T* v1, T scalar, OpKind kind, int operands,
-                               const __grid_constant__ StridedLoop<3> loop, std::int64_t n) {
+__global__ void update_strided(T* x, const T* v0, const T* v1, OpMath<T> scalar, OpKind kind,
+                               int operands, const __grid_constant__ StridedLoop<3> loop,
+                               std::int64_t n) {
+  using C = OpMath<T>;
   for (std::int64_t i = first_index(); i < n; i += grid_step()) {
     std::int64_t offsets[3];
     offsets_of<3>(loop, i, offsets);
-    const T a = operands > 0 ? v0[offsets[1]] : T(0);
-    const T b = operands > 1 ? v1[offsets[2]] : T(0);
+    const C a = operands > 0 ? widen(v0[offsets[1]]) : C(0);
+    const C b = operands > 1 ? widen(v1[offsets[2]]) : C(0);
     T& element = x[offsets[0]];
-    element = update_op(kind, element, a, b, scalar, operands);
+    element = narrow<T>(update_op<C>(kind, widen(element), a, b, scalar, operands));
   }
 }
 
@@ -83,7 +87,7 @@ void launch_update(const OpCall& call) {
   cuda_backend::DeviceGuard guard(x.device());
   cudaStream_t stream = cuda_backend::cuda_stream(current_stream(x.device()));
   update_strided<T><<<blocks_for(n), kThreads, 0, stream>>>(
-      static_cast<T*>(x.data_ptr()), inputs[0], inputs[1], call.attributes.scalar.to<T>(),
+      static_cast<T*>(x.data_ptr()), inputs[0], inputs[1], call.attributes.scalar.to<OpMath<T>>(),
       call.kind, operands, loop, n);
   GROVE_CUDA_CHECK(cudaGetLastError());
 }
@@ -91,8 +95,8 @@ void launch_update(const OpCall& call) {
 }  // namespace
 
 void update(const OpCall& call, const OpOutputs& /*outputs*/) {
-  dispatch_dtype<DTypes::AllButBool>(call.input(0).dtype(), op_name(call.kind),
-                                     [&]<typename T>() { launch_update<T>(call); });
+  dispatch_dtype<DTypes::ArithmeticAndReduced>(call.input(0).dtype(), op_name(call.kind),
+                                               [&]<typename T>() { launch_update<T>(call); });
 }
 
 }  // namespace grove::ops::cuda

@@ -137,8 +137,9 @@ void for_each_list(const OpCall& call, Launch launch) {
     const int t = lists.count;
     for (int k = 0; k < kOperands; ++k) {
       const auto operand = static_cast<std::size_t>(k);
-      lists.data[k][t] =
-          operand < operands ? static_cast<T*>(optim_operand(call, operand, p).data_ptr()) : nullptr;
+      lists.data[k][t] = operand < operands
+                             ? static_cast<T*>(optim_operand(call, operand, p).data_ptr())
+                             : nullptr;
     }
     lists.begin[t + 1] = lists.begin[t] + optim_operand(call, 0, p).numel();
     lists.count = t + 1;

@@ -7,7 +7,8 @@
 // one shared-memory step combine the threads' partial results. The block is 32 to 256 threads,
 // the smallest multiple of 32 that covers the row (short rows do not leave warps idle).
 //
-// Semantics are the CPU kernel's: floating-point sums accumulate in double (Kahan-compensated
+// Semantics are the CPU kernel's: floating-point sums (bfloat16 and float16 ones too, read as
+// they are and rounded once from the double result) accumulate in double (Kahan-compensated
 // per thread, with a plain sum that wins when the total is not finite, so inf and NaN propagate
 // as IEEE says); var takes two passes (the mean, then the squared deviations); integer sums wrap
 // in uint64; max keeps the first position on ties and a NaN beats every number (the first NaN
@@ -48,6 +49,7 @@
 #include "ops/cuda/block_reduce.cuh"
 #include "ops/cuda/column_sums.cuh"
 #include "ops/cuda/kernel_loop.cuh"
+#include "ops/cuda/opmath.cuh"
 #include "ops/cuda/reduce.h"
 #include "ops/reduce_loops.h"
 
@@ -132,10 +134,10 @@ __global__ void reduce_partials(const T* x, double* partials,
     const std::int64_t end = begin + run < count ? begin + run : count;
     std::int64_t offsets[2];
     offsets_of<2>(outer, i, offsets);
-    const double total = block_reduce(
-        thread_sum_range(inner, begin, end, x + offsets[1],
-                         [](T v) { return static_cast<double>(v); }),
-        shared, Sum{});
+    const double total =
+        block_reduce(thread_sum_range(inner, begin, end, x + offsets[1],
+                                      [](T v) { return static_cast<double>(widen(v)); }),
+                     shared, Sum{});
     if (threadIdx.x == 0) partials[b] = total;
   }
 }
@@ -161,7 +163,7 @@ struct ColumnElement {
   const T* x;
   std::int64_t row_stride;
   __device__ void operator()(std::int64_t row, std::int64_t column, double (&values)[1]) const {
-    values[0] = static_cast<double>(x[row * row_stride + column]);
+    values[0] = static_cast<double>(widen(x[row * row_stride + column]));
   }
 };
 template <typename T>
@@ -185,12 +187,14 @@ __global__ void reduce_floating(const T* x, T* out, const __grid_constant__ Stri
     offsets_of<2>(outer, i, offsets);
     const T* base = x + offsets[1];
     double total = block_reduce(
-        thread_sum(inner, count, base, [](T v) { return static_cast<double>(v); }), shared, Sum{});
+        thread_sum(inner, count, base, [](T v) { return static_cast<double>(widen(v)); }), shared,
+        Sum{});
     if (var) {
       const double mean = total / static_cast<double>(count);
       total = block_reduce(thread_sum(inner, count, base,
                                       [mean](T v) {
-                                        const double deviation = static_cast<double>(v) - mean;
+                                        const double deviation =
+                                            static_cast<double>(widen(v)) - mean;
                                         return deviation * deviation;
                                       }),
                            shared, Sum{});
@@ -294,7 +298,7 @@ void launch_sum(const OpCall& call, const Tensor& out, const ReduceLoops& loops)
   const auto* x = static_cast<const T*>(call.input(0).data_ptr());
   const unsigned blocks = blocks_for_outputs(loops.outputs);
   const unsigned threads = threads_for(loops.count);
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (std::is_floating_point_v<OpMath<T>>) {
     const auto count = static_cast<double>(loops.count);
     const double divisor =
         call.kind == OpKind::Sum ? 1.0
@@ -357,8 +361,8 @@ void launch_max(const OpCall& call, const OpOutputs& outputs, const ReduceLoops&
 void reduce_sum(const OpCall& call, const OpOutputs& outputs) {
   const ReduceLoops loops = make_reduce_loops(call, /*sort_inner=*/true);
   if (loops.outputs == 0) return;
-  dispatch_dtype(call.input(0).dtype(), op_name(call.kind),
-                 [&]<typename T>() { launch_sum<T>(call, outputs[0], loops); });
+  dispatch_dtype<DTypes::Stored>(call.input(0).dtype(), op_name(call.kind),
+                                 [&]<typename T>() { launch_sum<T>(call, outputs[0], loops); });
 }
 
 void reduce_max(const OpCall& call, const OpOutputs& outputs) {

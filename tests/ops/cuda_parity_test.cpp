@@ -112,9 +112,10 @@ constexpr ParityTolerances kReduce{1e-5, 1e-6, 1e-12, 1e-14};
 // Products of quarters in [-3, 3] and their partial sums are exact in float32 up to K = 1000, so
 // any order agrees; the margin is the float32 contract with TF32 off.
 constexpr ParityTolerances kMatmul{1e-4, 1e-5, 1e-12, 1e-12};
-// The GPU computes each row in double and rounds once; the CPU's float32 rows use a float exp
-// and float partial sums: a few ulps, 1e-7 absolute for probabilities near zero. log_softmax's
-// x - lse cancels near zero, so its float32 floor is a few ulps of |lse| (<= 10 here).
+// softmax's GPU rows are computed in double and rounded once, the losses' float32 rows in float32
+// (ops/cuda/loss.cu); the CPU's float32 rows use a float exp and float partial sums: a few ulps,
+// 1e-7 absolute for probabilities near zero. log_softmax's x - lse cancels near zero, so its
+// float32 floor is a few ulps of |lse| (<= 10 here).
 constexpr ParityTolerances kSoftmax{1e-5, 2e-6, 1e-12, 1e-14};
 // Both devices sum in double and round once, in different orders.
 constexpr ParityTolerances kLayerNorm{1e-5, 1e-6, 1e-12, 1e-13};
@@ -716,7 +717,9 @@ void add_softmax_rows(std::vector<Row>& rows) {
                     // The saved statistics are kept in the compute dtype (float32 for 16 bits).
                     const Tensor scores = x[1].to(compute_dtype(x[1].dtype()));
                     const Tensor lse = log(sum(exp(scores), {1}));
-                    return std::vector<Tensor>{cross_entropy_backward(x[0], x[1], x[2], lse)};
+                    // The loss's grad is in it too (Note [A loss is in the compute dtype]).
+                    const Tensor grad = x[0].to(compute_dtype(x[0].dtype()));
+                    return std::vector<Tensor>{cross_entropy_backward(grad, x[1], x[2], lse)};
                   },
                   kSoftmax});
   rows.push_back({OpKind::NllLossBackward,
@@ -725,7 +728,8 @@ void add_softmax_rows(std::vector<Row>& rows) {
                   {in(Values::Finite), in(Values::Finite), targets(10)},
                   backward_shapes,
                   [](const std::vector<Tensor>& x, const Context&) {
-                    return std::vector<Tensor>{nll_loss_backward(x[0], x[1], x[2])};
+                    const Tensor grad = x[0].to(compute_dtype(x[0].dtype()));
+                    return std::vector<Tensor>{nll_loss_backward(grad, x[1], x[2])};
                   },
                   kSoftmax});
 }

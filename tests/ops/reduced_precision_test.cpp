@@ -92,9 +92,11 @@ TEST_P(ReducedPrecisionOps, EveryOpEqualsTheFloat32OpRoundedOnce) {
       narrowed |= sample.inputs[i].dtype() == DType::Float32 && narrows(entry, i);
     }
     for (std::size_t i = 0; i < got.size(); ++i) {
-      // Outputs follow the inputs' dtype, but for the statistics a forward saves (float32).
+      // Outputs follow the inputs' dtype, but for the statistics a forward saves and the losses
+      // (float32: Note [A loss is in the compute dtype] in ops/softmax.cpp).
       const bool statistics =
-          (kind == OpKind::CrossEntropy && i == 1) || (kind == OpKind::LayerNorm && i >= 1) ||
+          kind == OpKind::CrossEntropy || kind == OpKind::NllLoss ||
+          (kind == OpKind::LayerNorm && i >= 1) ||
           (kind == OpKind::RmsNorm && i == 1) || (kind == OpKind::Attention && i == 1);
       if (narrowed && want[i].dtype() == DType::Float32) {
         EXPECT_EQ(got[i].dtype(), statistics ? DType::Float32 : dtype)
