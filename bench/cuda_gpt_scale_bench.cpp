@@ -3,9 +3,9 @@
 //
 //   presets (vocab, block, layers, heads, embd, batch; steps per timed run):
 //     char  : 65,    256,  6,  6, 384, 64; 30   nanoGPT's shakespeare-char shape, 10.8M params
-//     gpt2s : 50304, 1024, 12, 12, 768, 8; 10   GPT-2 small's shape; grove's head is not tied
-//                                               to the token embedding (38.6M more parameters
-//                                               and their AdamW state, the same products)
+//     gpt2s : 50304, 1024, 12, 12, 768, 8; 10   GPT-2 small's shape, the head tied to the token
+//                                               embedding (124.5M parameters, as the anchor's
+//                                               and llm.c's)
 //   modes:
 //     fp32, bf16, fp16           eager train::TrainStep in that precision (bf16, fp16:
 //                                autocast, Note [Autocast] in ops/autocast.h; fp16 with the
@@ -52,7 +52,10 @@ struct Preset {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"char", {.vocab = 65, .block = 256, .layers = 6, .heads = 6, .embd = 384}, 64, 30},
-      {"gpt2s", {.vocab = 50304, .block = 1024, .layers = 12, .heads = 12, .embd = 768}, 8, 10},
+      {"gpt2s",
+       {.vocab = 50304, .block = 1024, .layers = 12, .heads = 12, .embd = 768, .tie_weights = true},
+       8,
+       10},
   };
   return all;
 }

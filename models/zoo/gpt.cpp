@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "models/nn/init.h"
 #include "ops/elementwise.h"
+#include "ops/linalg.h"
 #include "ops/random.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -60,8 +61,10 @@ Gpt::Gpt(GptConfig config) : nn::Module("Gpt"), config_(config) {
     blocks_->push_back(std::make_shared<Block>(config));
   }
   ln_f_ = register_module("ln_f", std::make_shared<nn::LayerNorm>(config.embd));
-  head_ = register_module("head",
-                          std::make_shared<nn::Linear>(config.embd, config.vocab, /*bias=*/false));
+  if (!config.tie_weights) {
+    head_ = register_module(
+        "head", std::make_shared<nn::Linear>(config.embd, config.vocab, /*bias=*/false));
+  }
   init_gpt2(*this);
 }
 
@@ -76,7 +79,9 @@ Tensor Gpt::forward(const Tensor& idx) {
                                   TensorOptions(DType::Int64).device(idx.device()));  // (T)
   Tensor x = tok_->forward(idx) + pos_->forward(positions);  // (B, T, C) + (T, C)
   x = blocks_->forward(x);                                   // (B, T, C)
-  return head_->forward(ln_f_->forward(x));                  // (B, T, V)
+  x = ln_f_->forward(x);
+  if (head_ == nullptr) return ops::linear(x, tok_->weight());  // tied: (B, T, V)
+  return head_->forward(x);                                     // (B, T, V)
 }
 
 namespace {

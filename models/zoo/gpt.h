@@ -1,14 +1,15 @@
 // zoo::Gpt: the reference character-level GPT, as the libtorch harness (anchors/libtorch/
 // gpt_bench.cpp, beside DESIGN.md): token and position embeddings, `layers` pre-LayerNorm blocks
 // (x + attn(ln1(x)), then x + fc_proj(gelu(fc(ln2(x))))), a final LayerNorm and a bias-free
-// head to vocab logits. With the default GptConfig: 834,304 parameters.
+// head to vocab logits (or, with tie_weights, the token embedding as the head). With the default
+// GptConfig: 834,304 parameters.
 //
-// Names: tok, pos, blocks.N.{ln1, attn, ln2, fc, fc_proj}, ln_f, head. The attention is an
-// nn::CausalSelfAttention child, so its layers are one level deeper than in the harness:
-// grove's blocks.N.attn.qkv / blocks.N.attn.proj are the harness's blocks.N.qkv / blocks.N.proj
-// (and the harness's blocks.N.causal_mask buffer is not in grove's state_dict).
-// Init (GPT-2, as the harness): every weight except LayerNorms' ~ N(0, 0.02), embeddings
-// included; every bias 0; LayerNorms weight 1, bias 0.
+// Names: tok, pos, blocks.N.{ln1, attn, ln2, fc, fc_proj}, ln_f, head (not with tie_weights). The
+// attention is an nn::CausalSelfAttention child, so its layers are one level deeper than in the
+// harness: grove's blocks.N.attn.qkv / blocks.N.attn.proj are the harness's blocks.N.qkv /
+// blocks.N.proj (and the harness's blocks.N.causal_mask buffer is not in grove's state_dict). Init
+// (GPT-2, as the harness): every weight except LayerNorms' ~ N(0, 0.02), embeddings included; every
+// bias 0; LayerNorms weight 1, bias 0.
 //
 // Not a KV-cached or batched sampler: generate() reruns the whole (cropped) context per token.
 // Contract: as nn::Module (built on the CPU, then to(device)); not thread-safe.
@@ -33,6 +34,9 @@ struct GptConfig {
   std::int64_t layers = 4;
   std::int64_t heads = 4;
   std::int64_t embd = 128;  // divisible by heads
+  // The head's weight is the token embedding's (GPT-2's and llm.c's weight tying): logits =
+  // ln_f(x) tok.weight^T, no head parameter, and tok.weight's gradient is the sum of both uses.
+  bool tie_weights = false;
 };
 
 // One transformer block; its MLP is 4 embd wide.
@@ -72,7 +76,7 @@ class Gpt : public nn::Module {
   std::shared_ptr<nn::Embedding> tok_, pos_;
   std::shared_ptr<nn::Sequential> blocks_;
   std::shared_ptr<nn::LayerNorm> ln_f_;
-  std::shared_ptr<nn::Linear> head_;
+  std::shared_ptr<nn::Linear> head_;  // null with tie_weights
 };
 
 }  // namespace grove::zoo

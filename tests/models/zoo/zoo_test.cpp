@@ -196,6 +196,45 @@ Gpt small_gpt() {
   return Gpt(GptConfig{.vocab = 16, .block = 8, .layers = 2, .heads = 2, .embd = 16});
 }
 
+// With tie_weights the head is the token embedding: no head parameter, the same logits as an
+// untied model whose head holds a copy of tok.weight, and tok.weight's gradient is the sum of
+// the untied model's embedding and head gradients.
+TEST(Zoo, TiedWeightsShareTheEmbeddingAndSumBothGradients) {
+  const GptConfig untied{.vocab = 16, .block = 8, .layers = 2, .heads = 2, .embd = 16};
+  GptConfig tied_config = untied;
+  tied_config.tie_weights = true;
+  manual_seed(36);
+  Gpt separate(untied);
+  manual_seed(36);
+  Gpt tied(tied_config);
+  const auto named = [](const Gpt& gpt, std::string_view wanted) {
+    for (const auto& [name, parameter] : gpt.named_parameters()) {
+      if (name == wanted) return parameter;
+    }
+    return Tensor();
+  };
+  ASSERT_EQ(tied.named_parameters().size() + 1, separate.named_parameters().size());
+  EXPECT_FALSE(named(tied, "head.weight").defined());
+  {
+    autograd::NoGradGuard no_grad;
+    ops::copy_(named(separate, "head.weight"), named(separate, "tok.weight"));
+  }
+  const Tensor tokens = from_vector<std::int64_t>({1, 5, 3, 9, 2, 15, 0, 7}, {2, 4});
+  const Tensor targets = from_vector<std::int64_t>({5, 3, 9, 2, 15, 0, 7, 4}, {8});
+  const Tensor separate_logits = separate(tokens);
+  const Tensor tied_logits = tied(tokens);
+  EXPECT_EQ(separate_logits.to_vector<float>(), tied_logits.to_vector<float>());
+  ops::cross_entropy(separate_logits.view({-1, 16}), targets).backward();
+  ops::cross_entropy(tied_logits.view({-1, 16}), targets).backward();
+  const std::vector<float> tok = named(separate, "tok.weight").grad().to_vector<float>();
+  const std::vector<float> head = named(separate, "head.weight").grad().to_vector<float>();
+  const std::vector<float> both = named(tied, "tok.weight").grad().to_vector<float>();
+  ASSERT_EQ(both.size(), tok.size());
+  for (std::size_t i = 0; i < both.size(); ++i) {
+    EXPECT_NEAR(both[i], tok[i] + head[i], 1e-6f) << "element " << i;
+  }
+}
+
 TEST(Zoo, GenerateIsReproducibleForASeed) {
   Gpt gpt = small_gpt();
   const Tensor prompt = from_vector<std::int64_t>({1, 2, 3}, {1, 3});
