@@ -130,8 +130,13 @@ if [ "${LLMC:-1}" = 1 ] && [[ ",$presets," == *",gpt2s,"* ]]; then
   frontend="$repo/third_party/cudnn-frontend/include"
   if [ -x "$anchors/llmc/run_llmc.sh" ] || [ -f "$anchors/llmc/run_llmc.sh" ]; then
     echo "llm.c: run_llmc.sh (B 8, T 1024, cuDNN attention)"
-    CUDNN_FRONTEND_PATH="$frontend" OUT="$results" bash "$anchors/llmc/run_llmc.sh" ||
+    # llm.c's Makefile looks for the headers in $HOME/cudnn-frontend/include whatever
+    # CUDNN_FRONTEND_PATH says: a HOME of its own that holds them, for this command only.
+    home=$(mktemp -d)
+    ln -s "$repo/third_party/cudnn-frontend" "$home/cudnn-frontend"
+    HOME="$home" CUDNN_FRONTEND_PATH="$frontend" OUT="$results" bash "$anchors/llmc/run_llmc.sh" ||
       echo "llm.c's run failed; see $results/llmc-build.log"
+    rm -rf "$home"
   else
     echo "no $anchors/llmc/run_llmc.sh: llm.c skipped"
   fi

@@ -18,9 +18,9 @@
 // scale = grad / n (0 when n = 0, see Note [Cross-entropy saves the log-sum-exp]); then a row
 // group per row of the (N, C) result, as in step 1, each element read once and written once:
 //   cross_entropy: scale * (exp(x - lse) - [c == target]);  nll_loss: -scale at the target.
-// Losses of 16-bit scores are float32, as are lse and the grad the backward takes (Note [A loss
-// is in the compute dtype] in ops/softmax.cpp); their gradients are rounded once to the scores'
-// dtype.
+// Losses of 16-bit scores are float32, as are lse and the grad the backward takes
+// (Note [A loss is in the compute dtype] in ops/softmax.cpp); their gradients are rounded once
+// to the scores' dtype.
 //
 // Note [Out-of-range targets on the GPU]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

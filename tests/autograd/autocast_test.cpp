@@ -55,11 +55,23 @@ TEST(Autocast, TheTableNamesTheDocumentedOps) {
        {OpKind::Matmul, OpKind::Linear, OpKind::Bmm, OpKind::Conv2d, OpKind::Attention}) {
     EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Lower) << kind;
   }
-  for (const OpKind kind :
-       {OpKind::Softmax, OpKind::LogSoftmax, OpKind::CrossEntropy, OpKind::NllLoss,
-        OpKind::LayerNorm, OpKind::RmsNorm, OpKind::Sum, OpKind::Mean, OpKind::Var, OpKind::Exp,
-        OpKind::Log, OpKind::Pow, OpKind::Sqrt, OpKind::Rsqrt}) {
+  for (const OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax, OpKind::LayerNorm, OpKind::RmsNorm,
+                            OpKind::Sum, OpKind::Mean, OpKind::Var, OpKind::Exp, OpKind::Log,
+                            OpKind::Pow, OpKind::Sqrt, OpKind::Rsqrt}) {
     EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Float32) << kind;
+  }
+  // The losses read 16-bit scores as they are and return a float32 loss (Note [A loss is in the
+  // compute dtype] in ops/softmax.cpp): no cast of the logits.
+  for (const OpKind kind : {OpKind::CrossEntropy, OpKind::NllLoss}) {
+    EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Follow) << kind;
+    const AutocastGuard guard(DType::BFloat16);
+    const Tensor scores =
+        ops::log_softmax(from_vector<float>({0.5f, -1.0f, 2.0f, 0.25f}, {2, 2}), 1)
+            .to(DType::BFloat16);
+    const Tensor targets = from_vector<std::int64_t>({1, 0}, {2});
+    const Tensor loss = kind == OpKind::CrossEntropy ? ops::cross_entropy(scores, targets)
+                                                     : ops::nll_loss(scores, targets);
+    EXPECT_EQ(loss.dtype(), DType::Float32) << kind;
   }
   for (const OpKind kind : {OpKind::Add, OpKind::Gelu, OpKind::Embedding, OpKind::Dropout}) {
     EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Follow) << kind;
