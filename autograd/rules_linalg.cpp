@@ -40,15 +40,20 @@ GROVE_BACKWARD(matmul) {
   }
 }
 
-// y = x W^T + b:  dx = g W, dW = g^T x (over every row of the batch), db = sum of g's rows
+// y = x W^T + b:  dx = g W, dW = g^T x (over every row of the batch), db = sum of g's rows.
+// dW and db are one op, linear_weight_grad, whose CUDA kernel sums db in the product's epilogue.
 GROVE_BACKWARD(linear) {
   const IntArrayRef weight_sizes = ctx.inputs[1].sizes;  // (out, in)
   if (ctx.needs(0)) grads[0] = matmul(ctx.grad, ctx.input(1));
   const Tensor rows = ctx.grad.reshape({-1, weight_sizes[0]});  // (B, out)
   if (ctx.needs(1)) {
-    grads[1] = matmul(transposed(rows), ctx.input(0).reshape({-1, weight_sizes[1]}));
+    std::vector<Tensor> both = linear_weight_grad(rows, ctx.input(0).reshape({-1, weight_sizes[1]}),
+                                                  /*bias=*/ctx.needs(2));
+    grads[1] = std::move(both[0]);
+    if (ctx.needs(2)) grads[2] = std::move(both[1]);
+  } else if (ctx.needs(2)) {
+    grads[2] = sum(rows, {0});
   }
-  if (ctx.needs(2)) grads[2] = sum(rows, {0});
 }
 
 // C = A B per batch:  dA = g B^T, dB = A^T g
@@ -67,6 +72,7 @@ constexpr DerivativeRule kRules[] = {
     {OpKind::Matmul, D::Rule, kIn01, 0, false, matmul_backward, {kIn1, kIn0}},
     {OpKind::Linear, D::Rule, kIn01, 0, false, linear_backward, {kIn1, kIn0}},
     {OpKind::Bmm, D::Rule, kIn01, 0, false, bmm_backward, {kIn1, kIn0}},
+    {OpKind::LinearWeightGrad, D::NoRule},
 };
 
 }  // namespace

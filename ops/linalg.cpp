@@ -84,8 +84,28 @@ void infer_linear(const OpCall& call, OutputSpecs& outputs) {
   outputs.add(sizes, x.dtype());
 }
 
-// No attributes.
+// grad: (N, out), x: (N, in) -> grad_weight (out, in) and, with the bias flag, grad_bias (out).
+void infer_linear_weight_grad(const OpCall& call, OutputSpecs& outputs) {
+  const Tensor& grad = call.input(0);
+  const Tensor& x = call.input(1);
+  GROVE_OP_CHECK(call, grad.dim() == 2 && x.dim() == 2,
+                 "expected a 2-d grad (rows, out_features) and a 2-d input (rows, in_features), "
+                 "but got ",
+                 grad.dim(), "-d and ", x.dim(), "-d; flatten the leading dims with reshape");
+  check_float_operands(call, grad, x);
+  GROVE_OP_CHECK(call, grad.size(0) == x.size(0), "expected one row of grad per row of the input, ",
+                 "but got ", grad.size(0), " and ", x.size(0), " rows");
+  outputs.add({grad.size(1), x.size(1)}, grad.dtype());
+  if (call.attributes.flag) outputs.add({grad.size(1)}, grad.dtype());
+}
+
+std::string describe_linear_weight_grad(const OpAttributes& attributes) {
+  return attributes.flag ? "bias=true" : "bias=false";
+}
+
+// matmul, linear, bmm: no attributes; linear_weight_grad: flag = with the bias gradient.
 constexpr InputSpec kMatmulInputs[] = {{"a"}, {"b"}};
+constexpr InputSpec kLinearWeightGradInputs[] = {{"grad"}, {"x"}};
 constexpr InputSpec kLinearInputs[] = {{"x"}, {"weight"}, {"bias", InputDTypes::Floating, true}};
 constexpr OpEntry kMatmul{.kind = OpKind::Matmul,
                           .inputs = kMatmulInputs,
@@ -105,6 +125,13 @@ constexpr OpEntry kLinear{.kind = OpKind::Linear,
                           .cpu = cpu::linear,
                           .cuda = GROVE_CUDA_KERNEL(linear),
                           .cuda_takes_reduced = true};
+constexpr OpEntry kLinearWeightGrad{.kind = OpKind::LinearWeightGrad,
+                                    .inputs = kLinearWeightGradInputs,
+                                    .infer = infer_linear_weight_grad,
+                                    .cpu = cpu::linear_weight_grad,
+                                    .cuda = GROVE_CUDA_KERNEL(linear_weight_grad),
+                                    .describe = describe_linear_weight_grad,
+                                    .cuda_takes_reduced = true};
 
 }  // namespace
 
@@ -121,8 +148,15 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   return dispatch(kLinear, {x, weight})[0];
 }
 
+std::vector<Tensor> linear_weight_grad(const Tensor& grad, const Tensor& x, bool bias) {
+  OpAttributes attributes;
+  attributes.flag = bias;
+  const OpOutputs outputs = dispatch(kLinearWeightGrad, {grad, x}, attributes);
+  return std::vector<Tensor>(outputs.span().begin(), outputs.span().end());
+}
+
 std::span<const OpEntry> linalg_entries() {
-  static constexpr OpEntry kEntries[] = {kMatmul, kLinear, kBmm};
+  static constexpr OpEntry kEntries[] = {kMatmul, kLinear, kBmm, kLinearWeightGrad};
   return kEntries;
 }
 

@@ -9,6 +9,8 @@
 // (contracted) dim, N columns of the result.
 #pragma once
 
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace grove::ops {
@@ -29,5 +31,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // Batched matrix product of 3-d tensors with equal batch sizes (no broadcasting):
 // (B, M, K) @ (B, K, N) -> (B, M, N).
 Tensor bmm(const Tensor& a, const Tensor& b);
+
+// The parameter gradients of linear, in one op: with grad (N, out) the gradient of linear's
+// output over N rows and x (N, in) its input,
+//   grad_weight (out, in) = grad^T x,   grad_bias (out) = the sum of grad's rows,
+// the second only when `bias`; returns {grad_weight} or {grad_weight, grad_bias}. On CUDA the
+// bias gradient comes out of the product's own epilogue (cuBLASLt's BGRADB: the column sums of
+// grad are taken as the product reads it), so grad is read once; where cuBLASLt offers no such
+// kernel (float64, or a shape it refuses) the sum is a separate kernel, as on the CPU.
+std::vector<Tensor> linear_weight_grad(const Tensor& grad, const Tensor& x, bool bias);
 
 }  // namespace grove::ops

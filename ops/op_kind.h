@@ -61,6 +61,7 @@ namespace grove::ops {
   X(Sum, "sum") X(Mean, "mean") X(Max, "max") X(Argmax, "argmax") X(Var, "var")             \
   /* linalg.h */                                                                            \
   X(Matmul, "matmul") X(Linear, "linear") X(Bmm, "bmm")                                     \
+  X(LinearWeightGrad, "linear_weight_grad")                                                 \
   /* softmax.h */                                                                           \
   X(Softmax, "softmax") X(LogSoftmax, "log_softmax") X(CrossEntropy, "cross_entropy")       \
   X(NllLoss, "nll_loss")                                                                    \

@@ -19,6 +19,8 @@
 #include <type_traits>
 
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
+#include "ops/cpu/reduce.h"
 
 namespace grove::ops::cpu {
 
@@ -296,6 +298,22 @@ void linear(const OpCall& call, const OpOutputs& outputs) {
   dispatch_floating(outputs[0].dtype(), "linear", [&]<typename T>() {
     launch_gemm<T>(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
   });
+}
+
+// grad_weight = grad^T x (grad read transposed in place), then grad_bias as sum's kernel
+// computes it (the column sums of grad, in double).
+void linear_weight_grad(const OpCall& call, const OpOutputs& outputs) {
+  const Tensor& grad = call.input(0);
+  dispatch_floating(outputs[0].dtype(), "linear_weight_grad", [&]<typename T>() {
+    launch_gemm<T>(call, outputs[0], grad.transpose(0, 1), call.input(1), Role::Right, nullptr);
+  });
+  if (outputs.size() == 2) {
+    const OpAttributes sum = ReduceAttributes{{0}}.to_attributes();
+    const Tensor inputs[] = {grad};
+    OpOutputs bias_grad;
+    bias_grad.push_back(outputs[1]);
+    reduce_sum(OpCall{OpKind::Sum, inputs, sum}, bias_grad);
+  }
 }
 
 }  // namespace grove::ops::cpu

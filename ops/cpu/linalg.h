@@ -52,9 +52,10 @@
 // the same thread rule as Eigen: omp_get_max_threads() threads outside an OpenMP team, one
 // inside. As with Eigen's, a product split over several threads may round differently from one
 // thread's (the sum over K may be cut), so float32 products agree across thread counts to
-// rounding, not bit for bit; a given thread count repeats its bits. Measured on a 2-core AVX-512 machine, 2 threads, microseconds, dnnl_sgemm / Eigen:
-// 128x784 @ 784x256 (the mlp's first layer) 123 / 207; 128x256 @ 256x256 46 / 73; the gpt's
-// 2048x384x128 430 / 787 and 2048x128x512 630 / 1063.
+// rounding, not bit for bit; a given thread count repeats its bits. Measured on a 2-core AVX-512
+// machine, 2 threads, microseconds, dnnl_sgemm / Eigen: 128x784 @ 784x256 (the mlp's first layer)
+// 123 / 207; 128x256 @ 256x256 46 / 73; the gpt's 2048x384x128 430 / 787 and 2048x128x512 630 /
+// 1063.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,7 @@ namespace grove::ops::cpu {
 
 void matmul(const OpCall& call, const OpOutputs& outputs);  // matmul and bmm
 void linear(const OpCall& call, const OpOutputs& outputs);
+void linear_weight_grad(const OpCall& call, const OpOutputs& outputs);
 
 // --- the shared GEMM block ---
 

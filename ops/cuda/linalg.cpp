@@ -84,7 +84,9 @@
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_device.h"
 #include "core/strided_loop.h"
+#include "ops/attributes.h"
 #include "ops/cuda/blas_handle.h"
+#include "ops/cuda/reduce.h"
 #include "ops/cuda/stream_hold.h"
 #include "ops/matrix_view.h"
 #include "ops/precision.h"
@@ -151,7 +153,10 @@ struct GemmCall {
   const void* b = nullptr;
   void* c = nullptr;
   const void* bias = nullptr;  // not float64: m values, one per row of C' (column of C)
-  bool accumulate = false;     // beta = 1: C' already holds the bias
+  // cuBLASLt only, no batch: n values written, the sums of op(B') over k (the BGRADB epilogue;
+  // linear_weight_grad's bias gradient). Never set with `bias`.
+  void* bias_grad = nullptr;
+  bool accumulate = false;  // beta = 1: C' already holds the bias
 };
 
 // The largest power of two up to 256 that divides the address and every batch offset (in bytes).
@@ -247,6 +252,12 @@ std::vector<cublasLtMatmulAlgo_t> build_plan(LtPlan& plan, const GemmCall& call,
     // which is column i of the row-major result: linear's per-output-feature bias.
     set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
     set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+  } else if (call.bias_grad != nullptr) {
+    // BGRADB sums op(B') (k x n) over k into n values, with the product's float32 accumulators,
+    // rounded once to the output's dtype: for grad_weight' = x^T grad, B' is grad and the sums
+    // are its columns' over the rows, the bias gradient.
+    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BGRADB);
+    set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias_grad);
   }
   // Stored shapes: op N reads A' as m x k, op T as k x m (and B' likewise with n).
   const cudaDataType_t type = cuda_type(call.dtype);
@@ -301,7 +312,8 @@ cublasStatus_t run_lt(const LtPlan& plan, const cublasLtMatmulAlgo_t& algo, cons
 // Benchmark mode: the fastest of `candidates` on the call's own buffers, in GPU time (of those
 // within 5% of it, the first in the heuristic's rank). See Note [Timing matmul kernels].
 // Synchronises the host.
-cublasLtMatmulAlgo_t fastest(const LtPlan& plan, const std::vector<cublasLtMatmulAlgo_t>& candidates,
+cublasLtMatmulAlgo_t fastest(const LtPlan& plan,
+                             const std::vector<cublasLtMatmulAlgo_t>& candidates,
                              const GemmCall& call, cublasLtHandle_t handle,
                              const BlasWorkspace& workspace, cudaStream_t stream) {
   constexpr int kTimedRuns = 5;
@@ -340,7 +352,7 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
   // The fields, in the order build_plan reads them (15 to 17: the alignments of A', B', C').
   LtKey key = {stream.device.index,
                tf32 ? 1 : 0,
-               call.bias != nullptr ? 1 : 0,
+               call.bias != nullptr ? 1 : (call.bias_grad != nullptr ? 2 : 0),
                call.trans_a ? 1 : 0,
                call.trans_b ? 1 : 0,
                call.m,
@@ -356,7 +368,9 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
                alignment(call.a, call.stride_a * element, call.count),
                alignment(call.b, call.stride_b * element, call.count),
                alignment(call.c, call.stride_c * element, call.count),
-               call.bias != nullptr ? alignment(call.bias, 0, 1) : 0,
+               call.bias != nullptr        ? alignment(call.bias, 0, 1)
+               : call.bias_grad != nullptr ? alignment(call.bias_grad, 0, 1)
+                                           : 0,
                timed ? 1 : 0,
                static_cast<std::int64_t>(call.dtype)};
   thread_local std::unordered_map<LtKey, LtPlan, LtKeyHash> plans;
@@ -377,9 +391,11 @@ bool try_lt_gemm(const GemmCall& call, Stream stream) {
           build_plan(plan, call, key, handle, workspace.bytes, tf32, timed ? kCandidates : 1);
     }
     if (!plan.found) return false;
-    // The bias is this call's: set on the plan before it runs, timed or not.
+    // The bias (or its gradient) is this call's: set on the plan before it runs, timed or not.
     if (call.bias != nullptr) {
       set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias);
+    } else if (call.bias_grad != nullptr) {
+      set_attribute(plan.operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, call.bias_grad);
     }
     if (candidates.size() > 1) {
       plan.algo = fastest(plan, candidates, call, handle, workspace, cuda_stream);
@@ -512,17 +528,19 @@ bool stacked(const Operand& operand) {
 // A copy of `tensor` with its matrices stacked, each keeping its orientation.
 Operand packed(const Tensor& tensor, Role role, bool row_major) {
   GROVE_INTERNAL_ASSERT(role != Role::Transposed, "linear's weight has no batch dims to pack");
-  const Tensor copy = row_major ? tensor.contiguous()
-                                : tensor.transpose(-2, -1).contiguous().transpose(-2, -1);
+  const Tensor copy =
+      row_major ? tensor.contiguous() : tensor.transpose(-2, -1).contiguous().transpose(-2, -1);
   Operand operand = prepare(copy, role);
   operand.scratch = copy;  // alive until after the launch
   return operand;
 }
 
-// out (contiguous: count x M x N) = a @ b, with linear's bias when `bias` is defined.
-void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, const Tensor& right,
-                 Role right_role, const Tensor& bias) {
-  if (out.numel() == 0) return;
+// out (contiguous: count x M x N) = a @ b, with linear's bias when `bias` is defined. When
+// `bias_grad` is defined (linear_weight_grad: left is grad^T), it is written with the sums of
+// left's rows if the product's epilogue could do it; returns whether it did.
+bool launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, const Tensor& right,
+                 Role right_role, const Tensor& bias, const Tensor& bias_grad = Tensor()) {
+  if (out.numel() == 0) return false;
   cuda_backend::DeviceGuard guard(out.device());
   const Stream stream = current_stream(out.device());
   const std::int64_t inner = left.size(-1);
@@ -533,7 +551,7 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
       GROVE_CUDA_CHECK(
           cudaMemsetAsync(out.data_ptr(), 0, out.nbytes(), cuda_backend::cuda_stream(stream)));
     }
-    return;
+    return false;
   }
   Operand a = prepare(left, Role::Left);
   Operand b = prepare(right, right_role);
@@ -594,6 +612,10 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
   } else if (bias.defined()) {
     copy_bias();
   }
+  const bool epilogue_bias_grad =
+      bias_grad.defined() && batch.size == 0 && out.dtype() != DType::Float64;
+  if (epilogue_bias_grad) call.bias_grad = bias_grad.data_ptr();
+  bool bias_grad_written = false;
   // The outer batch dims (all but the innermost), walked as a flat index.
   std::int64_t outer_count = 1;
   for (std::size_t d = 0; d + 1 < batch.size; ++d) outer_count *= batch[d].size;
@@ -614,7 +636,11 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
     // cuBLASLt for float32, unless a batch broadcasts an operand (stride 0): cuBLAS's strided
     // batch is documented for that.
     const bool broadcast = one.count > 1 && (one.stride_a == 0 || one.stride_b == 0);
-    if (one.dtype != DType::Float64 && !broadcast && try_lt_gemm(one, stream)) continue;
+    if (one.dtype != DType::Float64 && !broadcast && try_lt_gemm(one, stream)) {
+      bias_grad_written = one.bias_grad != nullptr;
+      continue;
+    }
+    one.bias_grad = nullptr;  // cuBLAS has no epilogue: the caller sums
     if (one.bias != nullptr) {
       copy_bias();
       one.bias = nullptr;
@@ -624,6 +650,7 @@ void launch_gemm(const OpCall& op_call, const Tensor& out, const Tensor& left, c
   }
   // a.scratch, b.scratch and bias_contiguous die here, after the launches: see
   // Note [Scratch copies before a CPU kernel] in ops/cpu/linalg.h.
+  return bias_grad_written;
 }
 
 void check_float(const Tensor& out, const char* op) {
@@ -642,6 +669,23 @@ void linear(const OpCall& call, const OpOutputs& outputs) {
   check_float(outputs[0], "linear");
   const Tensor bias = call.inputs.size() == 3 ? call.input(2) : Tensor();
   launch_gemm(call, outputs[0], call.input(0), call.input(1), Role::Transposed, bias);
+}
+
+// grad_weight = grad^T x, and grad_bias from the product's BGRADB epilogue, or else from sum's
+// kernel (float64, no cuBLASLt algorithm, or no rows).
+void linear_weight_grad(const OpCall& call, const OpOutputs& outputs) {
+  check_float(outputs[0], "linear_weight_grad");
+  const Tensor& grad = call.input(0);
+  const Tensor bias_grad = outputs.size() == 2 ? outputs[1] : Tensor();
+  const bool written = launch_gemm(call, outputs[0], grad.transpose(0, 1), call.input(1),
+                                   Role::Right, Tensor(), bias_grad);
+  if (bias_grad.defined() && !written) {
+    const OpAttributes sum = ReduceAttributes{{0}}.to_attributes();
+    const Tensor inputs[] = {grad};
+    OpOutputs sums;
+    sums.push_back(bias_grad);
+    reduce_sum(OpCall{OpKind::Sum, inputs, sum}, sums);
+  }
 }
 
 }  // namespace grove::ops::cuda

@@ -13,5 +13,6 @@ namespace grove::ops::cuda {
 
 void matmul(const OpCall& call, const OpOutputs& outputs);  // matmul and bmm
 void linear(const OpCall& call, const OpOutputs& outputs);
+void linear_weight_grad(const OpCall& call, const OpOutputs& outputs);
 
 }  // namespace grove::ops::cuda

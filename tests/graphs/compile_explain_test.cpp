@@ -49,7 +49,7 @@ TEST_F(CompileExplain, AThreeStepRunNarratesItsDecisionsInOrder) {
       // step 1: the trace is the call's eager run (it stands for the warm-up); its backward
       // graph runs interpreted on the values that run left
       str("trace 'step' for (float32[6, 8]", on, ", int64[6]", on,
-          "), grad on: forward 4 nodes, backward 13 nodes, 5 values saved for the backward"),
+          "), grad on: forward 4 nodes, backward 9 nodes, 5 values saved for the backward"),
       "backward of 'step' runs its graph interpreted",
       // step 2: both record
       "record 'step forward' as graph node 0 (",  // kernels: as many as the device launches

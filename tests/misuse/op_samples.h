@@ -264,6 +264,10 @@ inline const std::map<OpKind, std::function<void()>>& valid_calls() {
        [] {
          ops::bmm(f32({2, 2, 3}), f32({2, 3, 4}));
        }},
+      {OpKind::LinearWeightGrad,
+       [] {
+         ops::linear_weight_grad(f32({2, 4}), f32({2, 3}), /*bias=*/true);
+       }},
       {OpKind::Softmax,
        [] {
          ops::softmax(f32({2, 3}), 1);

@@ -653,6 +653,23 @@ void add_linalg_rows(std::vector<Row>& rows) {
                     return std::vector<Tensor>{linear(x[0], x[1])};
                   },
                   kMatmul});
+  // grad (N, out), x (N, in): shapes whose bias gradient the BGRADB epilogue sums (a GPT's
+  // layer; odd sizes), and the fallbacks (no rows: zeros; one column).
+  const std::vector<Shapes> weight_grad_shapes = {{"gpt layer", {{256, 96}, {256, 32}}},
+                                                  {"odd", {{37, 5}, {37, 11}}},
+                                                  {"no rows", {{0, 5}, {0, 3}}},
+                                                  {"size 1", {{1, 1}, {1, 1}}}};
+  for (const bool bias : {true, false}) {
+    rows.push_back({OpKind::LinearWeightGrad,
+                    bias ? "linear_weight_grad" : "linear_weight_grad without bias",
+                    kFloating,
+                    {in(Values::Finite), in(Values::Finite)},
+                    weight_grad_shapes,
+                    [bias](const std::vector<Tensor>& x, const Context&) {
+                      return linear_weight_grad(x[0], x[1], bias);
+                    },
+                    kMatmul});
+  }
 }
 
 void add_softmax_rows(std::vector<Row>& rows) {

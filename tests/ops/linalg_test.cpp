@@ -384,6 +384,47 @@ INSTANTIATE_TEST_SUITE_P(Ops, LinearTest,
                                             ::testing::Values(DType::Float32, DType::Float64)),
                          testing::CaseAndDtypeName());
 
+// linear_weight_grad against the double reference: grad^T x and the column sums of grad, with
+// and without the bias, for a transposed (non-contiguous) grad and for no rows at all.
+TEST(LinearWeightGrad, EqualsTheProductAndTheColumnSums) {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const std::int64_t rows : {std::int64_t{0}, std::int64_t{1}, std::int64_t{37}}) {
+      const Tensor grad = random_tensor({rows, 5}, dtype, -2.0, 2.0, 61);
+      const Tensor x = non_contiguous(random_tensor({rows, 3}, dtype, -2.0, 2.0, 62));
+      const std::vector<double> g = elements(grad), v = elements(x);
+      for (const bool bias : {true, false}) {
+        const std::string what = std::string(dtype_name(dtype)) + " rows " + std::to_string(rows) +
+                                 (bias ? " with bias" : "");
+        const std::vector<Tensor> got = linear_weight_grad(grad, x, bias);
+        ASSERT_EQ(got.size(), bias ? 2u : 1u) << what;
+        EXPECT_EQ(got[0].sizes(), IntArrayRef({5, 3})) << what;
+        std::vector<double> weight(15, 0.0), sums(5, 0.0);
+        for (std::int64_t r = 0; r < rows; ++r) {
+          for (std::int64_t o = 0; o < 5; ++o) {
+            sums[o] += g[r * 5 + o];
+            for (std::int64_t i = 0; i < 3; ++i) weight[o * 3 + i] += g[r * 5 + o] * v[r * 3 + i];
+          }
+        }
+        expect_close(got[0], weight, relative_tolerance(dtype), dot_floor(g, v, rows, dtype),
+                     what + " weight");
+        if (bias) {
+          EXPECT_EQ(got[1].sizes(), IntArrayRef({5})) << what;
+          expect_close(got[1], sums, relative_tolerance(dtype), dot_floor(g, {1.0}, rows, dtype),
+                       what + " bias");
+        }
+      }
+    }
+  }
+  EXPECT_THAT(error_of([] {
+                linear_weight_grad(zeros({4, 5}), zeros({3, 2}), true);
+              }),
+              HasSubstr("expected one row of grad per row of the input, but got 4 and 3 rows"));
+  EXPECT_THAT(error_of([] {
+                linear_weight_grad(zeros({4}), zeros({4, 2}), false);
+              }),
+              HasSubstr("expected a 2-d grad (rows, out_features)"));
+}
+
 TEST(Linear, ErrorsNameTheOpShapesAndDtypes) {
   std::string message = error_of([] { linear(zeros({4, 7}), zeros({3, 6})); });
   EXPECT_THAT(message, HasSubstr("linear: the input's last dim (7) does not match the weight's "
