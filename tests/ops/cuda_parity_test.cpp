@@ -754,9 +754,14 @@ void add_softmax_rows(std::vector<Row>& rows) {
 void add_layer_norm_rows(std::vector<Row>& rows) {
   // normalized_shape is the last dim of input 0.
   const std::vector<Shapes> shapes = {
-      {"rows", {{33, 47}, {47}, {47}}},     {"3-d", {{2, 3, 8}, {8}, {8}}},
-      {"gpt", {{2048, 128}, {128}, {128}}}, {"block rows", {{3, 1500}, {1500}, {1500}}},
-      {"size 0", {{0, 8}, {8}, {8}}},       {"size 1", {{1, 1}, {1}, {1}}}};
+      {"rows", {{33, 47}, {47}, {47}}},
+      {"3-d", {{2, 3, 8}, {8}, {8}}},
+      {"gpt", {{2048, 128}, {128}, {128}}},
+      {"block rows", {{3, 1500}, {1500}, {1500}}},
+      {"size 0", {{0, 8}, {8}, {8}}},
+      {"size 1", {{1, 1}, {1}, {1}}},
+      // Rows of whole packs per lane: the packed kernels (ops/cuda/layer_norm.cu).
+      {"gpt-2 rows", {{64, 768}, {768}, {768}}}};
   rows.push_back({OpKind::LayerNorm,
                   "layer_norm",
                   kFloating,
@@ -772,7 +777,7 @@ void add_layer_norm_rows(std::vector<Row>& rows) {
                   "layer_norm without affine",
                   kFloating,
                   {in(Values::Finite)},
-                  {{"rows", {{33, 47}}}, {"size 1", {{1, 1}}}},
+                  {{"rows", {{33, 47}}}, {"size 1", {{1, 1}}}, {"packed rows", {{16, 256}}}},
                   [](const std::vector<Tensor>& x, const Context&) {
                     return std::vector<Tensor>{layer_norm(x[0], {x[0].sizes().back()})};
                   },
@@ -797,6 +802,7 @@ void add_layer_norm_rows(std::vector<Row>& rows) {
                    {"3-d", {{2, 3, 8}, {2, 3, 8}, {8}}},
                    // Many runs of 64 rows, the last one short (Note [Summing columns]).
                    {"gpt, odd rows", {{2047, 130}, {2047, 130}, {130}}},
+                   {"gpt-2 rows, packed", {{64, 768}, {64, 768}, {768}}},
                    {"size 0", {{0, 8}, {0, 8}, {8}}}},
                   [](const std::vector<Tensor>& x, const Context&) {
                     const std::int64_t n = x[1].sizes().back();
