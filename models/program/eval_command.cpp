@@ -104,7 +104,7 @@ int run_sample(const SampleFlags& flags) {
   GROVE_CHECK(spec.can_sample(), "grove sample: ", flags.checkpoint, " holds a ",
               saved.config.model, " model; sampling text needs a ", sampling_models(),
               " checkpoint");
-  std::shared_ptr<nn::Module> model = spec.make();
+  std::shared_ptr<nn::Module> model = zoo::make_model(spec, saved.config.model_options);
   model->load_state_dict(saved.model);
   model->to(device);
   model->eval();

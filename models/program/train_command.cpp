@@ -76,6 +76,8 @@ struct TrainFlags {
                test_limit = 0, checkpoint_every = 0, read_every = 0, nproc = 1, threads = 0;
   double lr = 0, momentum = 0, weight_decay = 0, clip = 0;
   std::string optimizer, schedule, data, checkpoint, metrics;
+  zoo::ModelOptions shape;   // --preset, --layers, --heads, --embd, --block, --dropout
+  bool tie_weights = false;  // --tie-weights
   std::uint64_t seed = 0;
   bool resume = false, json = false, explain = false, plain = false;
   CLI::App* command = nullptr;
@@ -104,6 +106,14 @@ void apply_flags(const TrainFlags& flags, train::TrainConfig& config, bool resum
   set("--data", config.data, flags.data);
   set("--train-limit", config.train_limit, flags.train_limit);
   set("--test-limit", config.test_limit, flags.test_limit);
+  // The model's shape (zoo::ModelOptions): the checkpoint's on resume.
+  set("--preset", config.model_options.preset, flags.shape.preset);
+  set("--layers", config.model_options.layers, flags.shape.layers);
+  set("--heads", config.model_options.heads, flags.shape.heads);
+  set("--embd", config.model_options.embd, flags.shape.embd);
+  set("--block", config.model_options.block, flags.shape.block);
+  set("--dropout", config.model_options.dropout, flags.shape.dropout);
+  set("--tie-weights", config.model_options.tie_weights, std::int64_t{flags.tie_weights ? 1 : 0});
   // How and how long: free to change on resume.
   if (flags.given("--epochs")) config.epochs = flags.epochs;
   if (flags.given("--steps")) config.steps = flags.steps;
@@ -121,9 +131,11 @@ void apply_flags(const TrainFlags& flags, train::TrainConfig& config, bool resum
 }
 
 std::string describe(const train::TrainConfig& config, const train::Trainer& trainer) {
-  std::string text = "grove train: " + config.model + " on " + config.device.to_string() + ", " +
-                     train::to_string(config.mode) + ", " + train::to_string(config.precision) +
-                     ", ";
+  const std::string shape =
+      config.model_options.empty() ? "" : " (" + config.model_options.describe() + ")";
+  std::string text = "grove train: " + config.model + shape + " on " + config.device.to_string() +
+                     ", " + train::to_string(config.mode) + ", " +
+                     train::to_string(config.precision) + ", ";
   if (trainer.spec().task_spec().trains_in_epochs) {
     text += std::to_string(config.epochs) + " epochs of " +
             std::to_string(trainer.batches_per_epoch()) + " steps";
@@ -152,9 +164,9 @@ std::string shell_word(const std::string& value) {
 // settings that shape the numbers come back from the checkpoint.
 std::string resume_command(const TrainFlags& flags, const std::string& checkpoint) {
   std::string command = "grove train --resume --checkpoint " + shell_word(checkpoint);
-  for (const char* option : {"--device", "--mode", "--precision", "--epochs", "--steps",
-                             "--checkpoint-every", "--metrics", "--read-every", "--nproc",
-                             "--threads"}) {
+  for (const char* option :
+       {"--device", "--mode", "--precision", "--epochs", "--steps", "--checkpoint-every",
+        "--metrics", "--read-every", "--nproc", "--threads"}) {
     if (flags.given(option)) {
       command += std::string(" ") + option + " " +
                  shell_word(flags.command->get_option(option)->as<std::string>());
@@ -260,9 +272,8 @@ int run_train(const TrainFlags& flags) {
   const bool leader = !is_rank || dist::default_process_group().rank() == 0;
   std::ostream& err = leader ? std::cerr : nowhere();
   // Note [Threads on a shared machine]
-  const ThreadChoice threads =
-      choose_threads(flags.given("--threads") ? std::optional<std::int64_t>(flags.threads)
-                                              : std::nullopt);
+  const ThreadChoice threads = choose_threads(
+      flags.given("--threads") ? std::optional<std::int64_t>(flags.threads) : std::nullopt);
   apply_threads(threads);
 
   train::Trainer trainer(config);
@@ -440,6 +451,27 @@ void add_train_command(CLI::App& app, OnParse on_parse) {
   command->footer(footer);
   command->add_option("--model", flags->model, zoo::join_names(models, " | ", " | "))
       ->check(CLI::IsMember(models));
+  std::string presets;  // the configurable models' presets, for the help text
+  for (const zoo::ModelSpec& spec : zoo::model_specs()) {
+    if (spec.preset_help == nullptr) continue;
+    for (const std::string& line : spec.preset_help()) presets += "\n    " + line;
+  }
+  command
+      ->add_option("--preset", flags->shape.preset,
+                   "gpt: a named shape to start from (default tiny):" + presets)
+      ->type_name("NAME");
+  command->add_option("--layers", flags->shape.layers, "gpt: transformer blocks")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--heads", flags->shape.heads, "gpt: attention heads (divide --embd)")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--embd", flags->shape.embd, "gpt: embedding width")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--block", flags->shape.block, "gpt: context length")
+      ->check(CLI::PositiveNumber);
+  command->add_option("--dropout", flags->shape.dropout, "gpt: residual and embedding dropout")
+      ->check(CLI::Range(0.0, 0.999999));
+  command->add_flag("--tie-weights", flags->tie_weights,
+                    "gpt: the head is the token embedding (GPT-2's weight tying)");
   command->add_option("--device", flags->device, "cpu | cuda | cuda:N (default: cuda if present)");
   command->add_option("--mode", flags->mode, "eager | graphed (the whole step as one graph)")
       ->check(CLI::IsMember({"eager", "graphed"}));

@@ -99,6 +99,14 @@ std::string config_to_json(const TrainConfig& config) {
       {"eval_every", config.eval_every},
       {"sample_tokens", config.sample_tokens},
       {"temperature", config.temperature},
+      {"model_options",
+       {{"preset", config.model_options.preset},
+        {"layers", config.model_options.layers},
+        {"heads", config.model_options.heads},
+        {"embd", config.model_options.embd},
+        {"block", config.model_options.block},
+        {"dropout", config.model_options.dropout},
+        {"tie_weights", config.model_options.tie_weights}}},
   };
   return object.dump();
 }
@@ -143,6 +151,18 @@ TrainConfig config_from_json(const std::string& text) {
   read_field(object, "eval_every", config.eval_every);
   read_field(object, "sample_tokens", config.sample_tokens);
   read_field(object, "temperature", config.temperature);
+  if (object.contains("model_options")) {  // checkpoints from before: the model's default shape
+    const json& options = object["model_options"];
+    GROVE_CHECK(options.is_object(), "checkpoint: the run's model_options is not a JSON object");
+    zoo::ModelOptions& o = config.model_options;
+    read_field(options, "preset", o.preset);
+    read_field(options, "layers", o.layers);
+    read_field(options, "heads", o.heads);
+    read_field(options, "embd", o.embd);
+    read_field(options, "block", o.block);
+    read_field(options, "dropout", o.dropout);
+    read_field(options, "tie_weights", o.tie_weights);
+  }
   config.validate();
   return config;
 }
@@ -207,6 +227,10 @@ void restore_checkpoint(Trainer& trainer, const Checkpoint& checkpoint, bool res
   GROVE_CHECK(checkpoint.config.model == config.model, "checkpoint: it holds a '",
               checkpoint.config.model, "' model, but this run trains '", config.model,
               "'; pass --model ", checkpoint.config.model, " or another checkpoint");
+  GROVE_CHECK(checkpoint.config.model_options == config.model_options,
+              "checkpoint: its model's shape is '", checkpoint.config.model_options.describe(),
+              "', this run's is '", config.model_options.describe(),
+              "'; give the checkpoint's --preset and size flags, or another checkpoint");
   GROVE_CHECK(checkpoint.config.optimizer == config.optimizer, "checkpoint: its optimizer is ",
               checkpoint.config.optimizer, ", this run's is ", config.optimizer);
   checkpoint::check_same_layout(trainer.model().state_dict(), checkpoint.model,

@@ -77,6 +77,7 @@ std::int64_t TrainConfig::total_steps(std::int64_t batches_per_epoch) const {
 void TrainConfig::validate() const {
   const zoo::ModelSpec* spec = zoo::find_model(model);
   GROVE_CHECK(spec != nullptr, "model: expected ", zoo::model_names_text(), ", got '", model, "'");
+  zoo::check_model_options(*spec, model_options);
   GROVE_CHECK(optimizer == "sgd" || optimizer == "adamw", "optimizer: expected sgd or adamw, got '",
               optimizer, "'");
   GROVE_CHECK(schedule == "constant" || schedule == "cosine" || schedule == "step",

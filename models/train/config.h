@@ -38,6 +38,7 @@ std::optional<DType> autocast_dtype(Precision precision);
 
 struct TrainConfig {
   std::string model = zoo::kDefaultModel;  // a registered name (zoo::model_specs())
+  zoo::ModelOptions model_options;         // a configurable model's shape (empty: its default)
   Device device = kCPU;
   Mode mode = Mode::Eager;
   Precision precision = Precision::Float32;

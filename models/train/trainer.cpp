@@ -114,7 +114,7 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   // The model is initialised on the CPU from the seed (the same weights on every device), then
   // moved; the optimizer takes the moved parameters.
   manual_seed(config_.seed);
-  model_ = spec_->make();
+  model_ = zoo::make_model(*spec_, config_.model_options);
   model_->to(config_.device);
   model_->train();
   if (world_size_ > 1) {

@@ -24,11 +24,52 @@ Block::Block(const GptConfig& config) : nn::Module("Block") {
   ln2_ = register_module("ln2", std::make_shared<nn::LayerNorm>(config.embd));
   fc_ = register_module("fc", std::make_shared<nn::Linear>(config.embd, 4 * config.embd));
   fc_proj_ = register_module("fc_proj", std::make_shared<nn::Linear>(4 * config.embd, config.embd));
+  if (config.dropout > 0)
+    drop_ = register_module("drop", std::make_shared<nn::Dropout>(config.dropout));
 }
 
 Tensor Block::forward(const Tensor& input) {
-  Tensor x = input + attn_->forward(ln1_->forward(input));                  // (B, T, C)
-  return x + fc_proj_->forward(ops::gelu(fc_->forward(ln2_->forward(x))));  // (B, T, C)
+  const auto branch = [&](Tensor x) { return drop_ != nullptr ? drop_->forward(x) : x; };
+  Tensor x = input + branch(attn_->forward(ln1_->forward(input)));                  // (B, T, C)
+  return x + branch(fc_proj_->forward(ops::gelu(fc_->forward(ln2_->forward(x)))));  // (B, T, C)
+}
+
+std::span<const GptPreset> gpt_presets() {
+  static const GptPreset kPresets[] = {
+      {"tiny", "4 x 4 heads x 128, context 64 (834,304 parameters)", GptConfig{}},
+      {"char", "nanoGPT's shakespeare-char shape: 6 x 6 heads x 384, context 256 (10.8M)",
+       GptConfig{.vocab = 128, .block = 256, .layers = 6, .heads = 6, .embd = 384}},
+      {"gpt2s", "GPT-2 small: 12 x 12 heads x 768, context 1024, 50304 tokens, tied (124.5M)",
+       GptConfig{.vocab = 50304,
+                 .block = 1024,
+                 .layers = 12,
+                 .heads = 12,
+                 .embd = 768,
+                 .tie_weights = true}},
+  };
+  return kPresets;
+}
+
+const GptConfig& gpt_preset(std::string_view name) {
+  std::string names;
+  for (const GptPreset& preset : gpt_presets()) {
+    if (preset.name == name) return preset.config;
+    names += (names.empty() ? "" : ", ") + std::string(preset.name);
+  }
+  GROVE_CHECK(false, "gpt: no preset named '", name, "'; the presets are ", names);
+  return gpt_presets().front().config;  // not reached
+}
+
+void check_gpt_config(const GptConfig& config) {
+  GROVE_CHECK(config.vocab > 0 && config.block > 0 && config.layers >= 0 && config.heads > 0 &&
+                  config.embd > 0,
+              "gpt: expected vocab, block, heads and embd > 0 and layers >= 0, got vocab ",
+              config.vocab, ", block ", config.block, ", layers ", config.layers, ", heads ",
+              config.heads, ", embd ", config.embd);
+  GROVE_CHECK(config.embd % config.heads == 0, "gpt: embd (", config.embd,
+              ") must be divisible by heads (", config.heads, "): each head takes embd / heads");
+  GROVE_CHECK(config.dropout >= 0 && config.dropout < 1, "gpt: expected dropout in [0, 1), got ",
+              config.dropout);
 }
 
 namespace {
@@ -51,9 +92,7 @@ void init_gpt2(const nn::Module& module) {
 }  // namespace
 
 Gpt::Gpt(GptConfig config) : nn::Module("Gpt"), config_(config) {
-  GROVE_CHECK(config.vocab > 0 && config.block > 0 && config.layers >= 0,
-              "Gpt: expected vocab > 0, block > 0 and layers >= 0, got vocab ", config.vocab,
-              ", block ", config.block, ", layers ", config.layers);
+  check_gpt_config(config);
   tok_ = register_module("tok", std::make_shared<nn::Embedding>(config.vocab, config.embd));
   pos_ = register_module("pos", std::make_shared<nn::Embedding>(config.block, config.embd));
   blocks_ = register_module("blocks", std::make_shared<nn::Sequential>());
@@ -61,6 +100,8 @@ Gpt::Gpt(GptConfig config) : nn::Module("Gpt"), config_(config) {
     blocks_->push_back(std::make_shared<Block>(config));
   }
   ln_f_ = register_module("ln_f", std::make_shared<nn::LayerNorm>(config.embd));
+  if (config.dropout > 0)
+    drop_ = register_module("drop", std::make_shared<nn::Dropout>(config.dropout));
   if (!config.tie_weights) {
     head_ = register_module(
         "head", std::make_shared<nn::Linear>(config.embd, config.vocab, /*bias=*/false));
@@ -78,7 +119,8 @@ Tensor Gpt::forward(const Tensor& idx) {
   const Tensor positions = arange(static_cast<double>(length),
                                   TensorOptions(DType::Int64).device(idx.device()));  // (T)
   Tensor x = tok_->forward(idx) + pos_->forward(positions);  // (B, T, C) + (T, C)
-  x = blocks_->forward(x);                                   // (B, T, C)
+  if (drop_ != nullptr) x = drop_->forward(x);
+  x = blocks_->forward(x);  // (B, T, C)
   x = ln_f_->forward(x);
   if (head_ == nullptr) return ops::linear(x, tok_->weight());  // tied: (B, T, V)
   return head_->forward(x);                                     // (B, T, V)

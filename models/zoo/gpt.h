@@ -17,10 +17,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
 
 #include "core/rng.h"
 #include "models/nn/attention.h"
 #include "models/nn/embedding.h"
+#include "models/nn/layers.h"
 #include "models/nn/linear.h"
 #include "models/nn/module.h"
 #include "models/nn/normalization.h"
@@ -37,7 +40,27 @@ struct GptConfig {
   // The head's weight is the token embedding's (GPT-2's and llm.c's weight tying): logits =
   // ln_f(x) tok.weight^T, no head parameter, and tok.weight's gradient is the sum of both uses.
   bool tie_weights = false;
+  // Dropout (in training mode) on the embeddings' sum and on each block's two residual
+  // branches, as nanoGPT's resid/embedding dropout; in [0, 1). 0: no dropout op at all. The
+  // attention probabilities are not dropped (cuDNN's fused attention would need its own).
+  double dropout = 0.0;
 };
+
+// The named configurations `grove train --model gpt --preset NAME` starts from.
+struct GptPreset {
+  const char* name;
+  const char* summary;
+  GptConfig config;
+};
+// tiny (GptConfig{}: the default), char (nanoGPT's shakespeare-char shape over the corpus's 128
+// byte tokens), gpt2s (GPT-2 small: 50304 padded vocabulary, 1024 context, 12 x 12 x 768, tied,
+// 124,475,904 parameters).
+std::span<const GptPreset> gpt_presets();
+// The preset of `name`; an unknown name is an error listing the presets.
+const GptConfig& gpt_preset(std::string_view name);
+// Checks a config: sizes positive, embd divisible by heads, dropout in [0, 1); the error names
+// the field and what it needs.
+void check_gpt_config(const GptConfig& config);
 
 // One transformer block; its MLP is 4 embd wide.
 class Block : public nn::Module {
@@ -50,6 +73,7 @@ class Block : public nn::Module {
   std::shared_ptr<nn::LayerNorm> ln1_, ln2_;
   std::shared_ptr<nn::CausalSelfAttention> attn_;
   std::shared_ptr<nn::Linear> fc_, fc_proj_;
+  std::shared_ptr<nn::Dropout> drop_;  // null without dropout
 };
 
 class Gpt : public nn::Module {
@@ -76,7 +100,8 @@ class Gpt : public nn::Module {
   std::shared_ptr<nn::Embedding> tok_, pos_;
   std::shared_ptr<nn::Sequential> blocks_;
   std::shared_ptr<nn::LayerNorm> ln_f_;
-  std::shared_ptr<nn::Linear> head_;  // null with tie_weights
+  std::shared_ptr<nn::Linear> head_;   // null with tie_weights
+  std::shared_ptr<nn::Dropout> drop_;  // null without dropout
 };
 
 }  // namespace grove::zoo

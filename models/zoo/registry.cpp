@@ -5,6 +5,8 @@
 // seeds 0, 1 and 2; lr 0.05 reached 0.777 (seed 0); at lr 0.2 it diverged (stuck at 0.1).
 #include "models/zoo/registry.h"
 
+#include <sstream>
+
 #include "core/error.h"
 #include "models/zoo/cnn.h"
 #include "models/zoo/gpt.h"
@@ -21,6 +23,34 @@ std::shared_ptr<nn::Module> make() {
 
 std::int64_t gpt_context_length(const nn::Module& model) {
   return dynamic_cast<const Gpt&>(model).config().block;
+}
+
+GptConfig gpt_config_of(const ModelOptions& options) {
+  GptConfig config = gpt_preset(options.preset.empty() ? "tiny" : options.preset);
+  if (options.layers > 0) config.layers = options.layers;
+  if (options.heads > 0) config.heads = options.heads;
+  if (options.embd > 0) config.embd = options.embd;
+  if (options.block > 0) config.block = options.block;
+  if (options.dropout >= 0) config.dropout = options.dropout;
+  if (options.tie_weights >= 0) config.tie_weights = options.tie_weights == 1;
+  check_gpt_config(config);
+  return config;
+}
+
+void check_gpt_options(const ModelOptions& options) {
+  (void)gpt_config_of(options);
+}
+
+std::shared_ptr<nn::Module> make_gpt(const ModelOptions& options) {
+  return std::make_shared<Gpt>(gpt_config_of(options));
+}
+
+std::vector<std::string> gpt_preset_help() {
+  std::vector<std::string> lines;
+  for (const GptPreset& preset : gpt_presets()) {
+    lines.push_back(std::string(preset.name) + ": " + preset.summary);
+  }
+  return lines;
 }
 
 Tensor gpt_generate(nn::Module& model, const Tensor& prompt, std::int64_t tokens,
@@ -48,6 +78,9 @@ std::vector<ModelSpec> build_table() {
        .summary = "4-layer character GPT on the text corpus (834,304 parameters)",
        .task = TaskKind::LanguageModel,
        .make = make<Gpt>,
+       .make_configured = make_gpt,
+       .check_options = check_gpt_options,
+       .preset_help = gpt_preset_help,
        .defaults = {.optimizer = "adamw",
                     .lr = 3e-4,
                     .weight_decay = 0.01,
@@ -158,6 +191,45 @@ std::string join_names(const std::vector<std::string>& names, std::string_view s
 
 std::shared_ptr<nn::Module> make_model(std::string_view name) {
   return model_spec(name).make();
+}
+
+bool ModelOptions::empty() const {
+  return *this == ModelOptions{};
+}
+
+std::string ModelOptions::describe() const {
+  std::string text;
+  const auto add = [&](const char* name, const auto& value, bool given) {
+    if (!given) return;
+    std::ostringstream out;
+    out << (text.empty() ? "" : " ") << name << "=" << value;
+    text += out.str();
+  };
+  add("preset", preset, !preset.empty());
+  add("layers", layers, layers > 0);
+  add("heads", heads, heads > 0);
+  add("embd", embd, embd > 0);
+  add("block", block, block > 0);
+  add("dropout", dropout, dropout >= 0);
+  add("tie_weights", tie_weights, tie_weights >= 0);
+  return text;
+}
+
+void check_model_options(const ModelSpec& spec, const ModelOptions& options) {
+  if (options.empty()) return;
+  std::vector<std::string> configurable;
+  for (const ModelSpec& other : model_specs()) {
+    if (other.make_configured != nullptr) configurable.emplace_back(other.name);
+  }
+  GROVE_CHECK(spec.make_configured != nullptr, spec.name, " has one fixed shape, but got ",
+              options.describe(), "; --preset and the size flags apply to ",
+              join_names(configurable));
+  spec.check_options(options);
+}
+
+std::shared_ptr<nn::Module> make_model(const ModelSpec& spec, const ModelOptions& options) {
+  check_model_options(spec, options);
+  return options.empty() ? spec.make() : spec.make_configured(options);
 }
 
 }  // namespace grove::zoo

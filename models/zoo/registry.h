@@ -94,12 +94,33 @@ struct TrainDefaults {
   std::int64_t steps = 0;
 };
 
+// The shape of a configurable model (gpt), as `grove train` sets it: a preset, then each size
+// given here in place of the preset's (0, or -1 for dropout and tie_weights, keeps the preset's).
+// Empty: the model's reference shape. Checkpoints keep it (in their config), so eval, sample and
+// --resume rebuild the same model.
+struct ModelOptions {
+  std::string preset;  // "" = the model's default preset
+  std::int64_t layers = 0, heads = 0, embd = 0, block = 0;
+  double dropout = -1.0;
+  std::int64_t tie_weights = -1;  // 0 or 1
+
+  bool empty() const;
+  // The options given, for messages and the run header: "preset=char layers=2" ("" if empty).
+  std::string describe() const;
+  bool operator==(const ModelOptions&) const = default;
+};
+
 struct ModelSpec {
   const char* name = nullptr;     // lower case, unique: --model, "grove.model" in checkpoints
   const char* summary = nullptr;  // one line, for --help
   TaskKind task = TaskKind::ImageClassification;
   // A new model on the CPU, initialised from the CPU default generator (seed it first).
   std::shared_ptr<nn::Module> (*make)() = nullptr;
+  // Configurable models only (nullptr otherwise): a new model of the shape `options` give, as
+  // `make`; a bad option is an error naming it. Its presets' names and summaries, for --help.
+  std::shared_ptr<nn::Module> (*make_configured)(const ModelOptions& options) = nullptr;
+  void (*check_options)(const ModelOptions& options) = nullptr;  // make_configured's checks
+  std::vector<std::string> (*preset_help)() = nullptr;
   TrainDefaults defaults;
   // Language models (nullptr otherwise): the longest window the model takes (its T), and
   // sampling: `tokens` tokens appended to `prompt` ((1, T0) int64 on the model's device),
@@ -128,5 +149,10 @@ std::string join_names(const std::vector<std::string>& names, std::string_view s
 
 // A new model of `name` on the CPU (model_spec(name).make()).
 std::shared_ptr<nn::Module> make_model(std::string_view name);
+// A new model of `spec` shaped by `options` (spec.make() when they are empty); options for a
+// model that takes none are an error naming the configurable models.
+std::shared_ptr<nn::Module> make_model(const ModelSpec& spec, const ModelOptions& options);
+// make_model's checks of `options` alone, without building anything (TrainConfig::validate).
+void check_model_options(const ModelSpec& spec, const ModelOptions& options);
 
 }  // namespace grove::zoo

@@ -67,6 +67,17 @@ expect_in "unigram entropy" gerr.txt
 "$grove" sample --checkpoint g.safetensors --prompt "The " --tokens 20 --device cpu >sample.txt
 [[ $(head -c 4 sample.txt) == "The " ]] || fail "the sample starts with its prompt"
 
+# A gpt of another shape: a preset and size flags; the header says them, and eval and sample
+# rebuild the same shape from the checkpoint.
+"$grove" train --model gpt --preset tiny --layers 1 --heads 2 --embd 32 --block 16 --tie-weights \
+  --dropout 0.1 --device cpu --steps 2 --batch-size 2 --checkpoint s.safetensors >/dev/null 2>serr.txt
+expect_in "grove train: gpt (preset=tiny layers=1 heads=2 embd=32 block=16 dropout=0.1 tie_weights=1)" \
+  serr.txt
+"$grove" eval --checkpoint s.safetensors --device cpu --json >seval.json 2>/dev/null
+expect_in '"val_loss"' seval.json
+"$grove" sample --checkpoint s.safetensors --prompt "ab" --tokens 5 --device cpu >/dev/null ||
+  fail "sampling from a gpt of another shape"
+
 # A checkpoint in folders that do not exist yet: they are made before the first step.
 "$grove" train --model gpt --device cpu --steps 1 --batch-size 2 \
   --checkpoint new/folder/g.safetensors >/dev/null 2>&1 || fail "a checkpoint in a new folder"
@@ -150,6 +161,14 @@ expect_mistake "expected a whole number from 0 to 18446744073709551615, got -1" 
 expect_mistake "got -2" train --model gpt --checkpoint-every -2 --device cpu
 expect_mistake "got 99999999999999999999" train --model mlp --batch-size 99999999999999999999
 expect_mistake "the gpt trains for a number of steps" train --model gpt --epochs 3 --device cpu
+expect_mistake "mlp has one fixed shape, but got layers=2; --preset and the size flags apply to gpt" \
+  train --model mlp --layers 2 --device cpu --epochs 1 --train-limit 8
+expect_mistake "gpt: no preset named 'huge'; the presets are tiny, char, gpt2s" \
+  train --model gpt --preset huge --device cpu --steps 1
+expect_mistake "gpt: embd (30) must be divisible by heads (4)" \
+  train --model gpt --embd 30 --device cpu --steps 1
+expect_mistake "--preset: a resumed run keeps the settings it was saved with" \
+  train --model gpt --resume --checkpoint s.safetensors --preset char --device cpu --steps 3
 : >empty.txt
 expect_mistake "empty.txt is empty" train --model gpt --data empty.txt --steps 1 --device cpu
 # Where the results cannot be written, before any work (not after the whole run).

@@ -63,7 +63,8 @@ TEST(TrainConfig, DefaultsAreTheReferenceSettings) {
     EXPECT_EQ(defaults_for(spec.name).model, spec.name);
   }
   EXPECT_THROW(defaults_for("alexnet"), Error);
-  EXPECT_EQ(TrainConfig{}.model, zoo::kDefaultModel);
+  const TrainConfig plain;
+  EXPECT_EQ(plain.model, zoo::kDefaultModel);
 }
 
 TEST(TrainConfig, ErrorsNameTheField) {

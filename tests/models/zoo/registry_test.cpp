@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "models/zoo/gpt.h"
 #include "models/zoo/registry.h"
 #include "ops/random.h"
 
@@ -126,6 +127,53 @@ TEST(Registry, LanguageModelFunctionsReachTheModel) {
   const Tensor prompt = from_vector<std::int64_t>({1, 2}, {1, 2});
   const Tensor text = spec.generate(*model, prompt, 3, 1.0, generator);
   EXPECT_EQ(text.sizes(), IntArrayRef({1, 5}));
+}
+
+// A configurable model has all three hooks; its options shape the model (a preset, then each
+// size given), an empty set is the reference model, and bad options are errors naming them.
+TEST(Registry, ModelOptionsShapeTheConfigurableModels) {
+  for (const ModelSpec& spec : model_specs()) {
+    const bool configurable = spec.make_configured != nullptr;
+    EXPECT_EQ(spec.check_options != nullptr, configurable) << spec.name;
+    EXPECT_EQ(spec.preset_help != nullptr, configurable) << spec.name;
+  }
+  const auto count = [](const nn::Module& model) {
+    std::int64_t total = 0;
+    for (const Tensor& p : model.parameters()) total += p.numel();
+    return total;
+  };
+  const ModelSpec& gpt = model_spec("gpt");
+  manual_seed(52);
+  EXPECT_EQ(count(*make_model(gpt, ModelOptions{})), 834304);
+  EXPECT_EQ(count(*make_model(gpt, ModelOptions{.preset = "tiny"})), 834304);
+  // tiny with 1 block of 2 heads, 32 wide, context 16, tied: tok 128 x 32, pos 16 x 32, one
+  // block (2 norms of 64, qkv 32 x 96 + 96, proj 32 x 32 + 32, fc 32 x 128 + 128, fc_proj
+  // 128 x 32 + 32), ln_f 64, no head.
+  ModelOptions small;
+  small.layers = 1;
+  small.heads = 2;
+  small.embd = 32;
+  small.block = 16;
+  small.tie_weights = 1;
+  const auto model = make_model(gpt, small);
+  EXPECT_EQ(count(*model), 4096 + 512 + (128 + 3168 + 1056 + 4224 + 4128) + 64);
+  EXPECT_EQ(gpt.context_length(*model), 16);
+  EXPECT_EQ(small.describe(), "layers=1 heads=2 embd=32 block=16 tie_weights=1");
+  EXPECT_TRUE(ModelOptions{}.empty());
+  EXPECT_FALSE(small.empty());
+  const GptConfig& gpt2s = gpt_preset("gpt2s");
+  EXPECT_EQ(gpt2s.vocab, 50304);
+  EXPECT_EQ(gpt2s.block, 1024);
+  EXPECT_TRUE(gpt2s.tie_weights);
+  EXPECT_THROW(make_model(model_spec("mlp"), small), Error);
+  EXPECT_NO_THROW(check_model_options(model_spec("mlp"), ModelOptions{}));
+  EXPECT_THROW(check_model_options(gpt, ModelOptions{.preset = "huge"}), Error);
+  ModelOptions three_heads;
+  three_heads.heads = 3;  // 128 % 3 != 0
+  EXPECT_THROW(check_model_options(gpt, three_heads), Error);
+  ModelOptions all_dropped;
+  all_dropped.dropout = 1.0;
+  EXPECT_THROW(check_model_options(gpt, all_dropped), Error);
 }
 
 }  // namespace
