@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "core/error.h"
 #include "core/stream.h"
@@ -154,6 +155,60 @@ Windows sample_windows(const Tensor& tokens, std::int64_t batch, std::int64_t bl
   return windows;
 }
 
+bool is_token_file(const std::filesystem::path& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.string().c_str(), "rb"));
+  unsigned char magic[4];
+  if (file == nullptr || std::fread(magic, 1, 4, file.get()) != 4) return false;
+  const std::int64_t value =
+      magic[0] | (magic[1] << 8) | (magic[2] << 16) | (static_cast<std::int64_t>(magic[3]) << 24);
+  return value == kTokenFileMagic;
+}
+
+TextCorpus load_token_file(const std::filesystem::path& path, double val_fraction) {
+  const std::string name = path.string();
+  GROVE_CHECK(val_fraction >= 0.0 && val_fraction < 1.0,
+              "load_token_file: expected val_fraction in [0, 1), got ", val_fraction);
+  std::string bytes;
+  append_file(path, bytes);
+  constexpr std::size_t kHeaderBytes = kTokenFileHeaderInts * 4;
+  const auto header_int = [&](std::size_t index) {
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data()) + 4 * index;
+    return static_cast<std::int64_t>(static_cast<std::int32_t>(
+        static_cast<std::uint32_t>(b[0]) | (static_cast<std::uint32_t>(b[1]) << 8) |
+        (static_cast<std::uint32_t>(b[2]) << 16) | (static_cast<std::uint32_t>(b[3]) << 24)));
+  };
+  GROVE_CHECK(bytes.size() >= kHeaderBytes && header_int(0) == kTokenFileMagic,
+              "load_token_file: ", name, " does not start with a token file's header (",
+              kTokenFileHeaderInts, " int32, the first ", kTokenFileMagic,
+              "); give a text file or an llm.c .bin shard");
+  GROVE_CHECK(header_int(1) == 1, "load_token_file: ", name, " is version ", header_int(1),
+              " of the format; grove reads version 1 (uint16 token ids)");
+  const std::int64_t count = header_int(2);
+  const std::size_t expected =
+      kHeaderBytes + 2 * static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+  GROVE_CHECK(count > 0 && bytes.size() == expected, "load_token_file: ", name, "'s header says ",
+              count, " tokens (", expected, " bytes with the header), but the file has ",
+              bytes.size(), " bytes; it is cut short or not a token file");
+  TextCorpus corpus;
+  corpus.paths = {path};
+  corpus.is_text = false;
+  corpus.tokens = empty({count}, DType::Int64);
+  std::int64_t* out = corpus.tokens.data<std::int64_t>();
+  const auto* ids = reinterpret_cast<const unsigned char*>(bytes.data()) + kHeaderBytes;
+  std::int64_t largest = 0;
+  for (std::int64_t i = 0; i < count; ++i) {
+    out[i] = ids[2 * i] | (ids[2 * i + 1] << 8);
+    largest = std::max(largest, out[i]);
+  }
+  corpus.vocab_needed = largest + 1;
+  const auto n_train = static_cast<std::int64_t>((1.0 - val_fraction) * static_cast<double>(count));
+  corpus.train = corpus.tokens.slice(0, 0, n_train);
+  corpus.validation = corpus.tokens.slice(0, n_train, count);
+  return corpus;
+}
+
 Tensor encode(std::string_view text) {
   return tokens_of(text, nullptr);
 }
@@ -177,10 +232,14 @@ double unigram_entropy(const Tensor& tokens) {
   GROVE_CHECK(tokens.dim() == 1 && tokens.dtype() == DType::Int64 && tokens.device().is_cpu(),
               "unigram_entropy: expected 1-d int64 tokens on the CPU, got ", tokens.sizes(), " ",
               tokens.dtype(), " on ", tokens.device());
-  std::array<std::int64_t, kCorpusVocabSize> counts{};
+  constexpr std::int64_t kLargest = 65535;
+  std::vector<std::int64_t> counts;
   for (const std::int64_t token : tokens.contiguous().to_vector<std::int64_t>()) {
-    GROVE_CHECK(token >= 0 && token < kCorpusVocabSize, "unigram_entropy: token ", token,
-                " is outside 0..", kCorpusVocabSize - 1);
+    GROVE_CHECK(token >= 0 && token <= kLargest, "unigram_entropy: token ", token,
+                " is outside 0..", kLargest);
+    if (static_cast<std::size_t>(token) >= counts.size()) {
+      counts.resize(static_cast<std::size_t>(token) + 1, 0);
+    }
     ++counts[static_cast<std::size_t>(token)];
   }
   const double total = static_cast<double>(tokens.numel());

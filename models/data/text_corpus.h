@@ -23,14 +23,30 @@ namespace grove::data {
 inline constexpr std::int64_t kCorpusVocabSize = 128;
 
 struct TextCorpus {
-  Tensor tokens;                   // (N) int64, the whole text
+  Tensor tokens;                   // (N) int64, the whole text (or the token file's ids)
   Tensor train;                    // (N_train) int64: tokens[0, N_train), a view of tokens
   Tensor validation;               // (N - N_train) int64: the rest, a view of tokens
   std::int64_t clipped_bytes = 0;  // bytes > 127 that became 127
   std::vector<std::filesystem::path> paths;  // the files, in the order they were joined
+  // true: byte tokens of text (0..127, decode() turns them back into text); false: the ids of a
+  // token file, whose meaning (GPT-2's BPE, say) grove does not know.
+  bool is_text = true;
+  std::int64_t vocab_needed = kCorpusVocabSize;  // the largest token + 1 (a model needs as many)
 
   std::int64_t size() const { return tokens.defined() ? tokens.numel() : 0; }
 };
+
+// llm.c's token shard format: a header of 256 little-endian int32 (kTokenFileMagic, version 1,
+// the token count, then zeros), then that many little-endian uint16 token ids. The same file
+// trains grove, llm.c and PyTorch (nanoGPT reads the ids with numpy).
+inline constexpr std::int32_t kTokenFileMagic = 20240520;
+inline constexpr std::int64_t kTokenFileHeaderInts = 256;
+// True if `path` is a regular file that starts with kTokenFileMagic.
+bool is_token_file(const std::filesystem::path& path);
+// Reads a token file and splits it as load_text_corpus does (is_text false). Throws
+// grove::Error, naming the file, for a missing or unreadable file, a wrong magic or version, a
+// size that is not the header's count of tokens, and no tokens.
+TextCorpus load_token_file(const std::filesystem::path& path, double val_fraction = 0.1);
 
 // "/usr/share/common-licenses": the default corpus's directory (Debian's base-files).
 std::filesystem::path default_corpus_dir();
@@ -64,9 +80,9 @@ struct Windows {
 Windows sample_windows(const Tensor& tokens, std::int64_t batch, std::int64_t block,
                        Generator& generator);
 
-// The entropy of the tokens' frequencies, in nats: -sum p(c) log p(c) over the characters c of
-// `tokens` (1-d int64 on the CPU, values 0..127). The loss of a model that knows only how often
-// each character occurs; a language model should go well below it. 0 for no tokens.
+// The entropy of the tokens' frequencies, in nats: -sum p(c) log p(c) over the tokens c of
+// `tokens` (1-d int64 on the CPU, values 0..65535). The loss of a model that knows only how
+// often each token occurs; a language model should go well below it. 0 for no tokens.
 double unigram_entropy(const Tensor& tokens);
 
 // Text -> (len) int64 tokens: each byte, with bytes > 127 clipped to 127.

@@ -286,7 +286,10 @@ int run_train(const TrainFlags& flags) {
   err << "\ncpu kernels: " << threads.describe() << "\n";
   if (trainer.spec().task_spec().data == zoo::DataKind::TextCorpus) {
     const data::TextCorpus& corpus = trainer.corpus();
-    err << "corpus: " << corpus.size() << " characters from " << corpus.paths.size() << " files ("
+    err << "corpus: " << corpus.size()
+        << (corpus.is_text ? " characters from " + std::to_string(corpus.paths.size()) + " files ("
+                           : " tokens of a token file, ids up to " +
+                                 std::to_string(corpus.vocab_needed - 1) + " (")
         << corpus.train.numel() << " to train on, " << corpus.validation.numel()
         << " to validate); unigram entropy " << format_number(data::unigram_entropy(corpus.train))
         << " nats\n";

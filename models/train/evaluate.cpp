@@ -143,7 +143,8 @@ EvalReport Trainer::evaluate_language_model() {
     }
     report.loss = sum_across_ranks({loss_sum})[0] / static_cast<double>(eval_windows_.size());
   }
-  if (config_.sample_tokens > 0 && rank_ == 0 && spec_->can_sample()) {
+  // Text only: a token file's ids have no decoder here.
+  if (config_.sample_tokens > 0 && rank_ == 0 && spec_->can_sample() && corpus_.is_text) {
     EvalModeGuard eval_mode(*model_, config_.precision);
     Generator generator(config_.seed ^ kSampleStream);
     const Tensor prompt = data::encode("\n").view({1, 1}).to(config_.device);

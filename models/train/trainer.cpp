@@ -80,7 +80,9 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
     } else {
       paths.emplace_back(config_.data);
     }
-    corpus_ = data::load_text_corpus(paths);
+    // One llm.c token file (its ids), or text files (their bytes).
+    corpus_ = paths.size() == 1 && data::is_token_file(paths[0]) ? data::load_token_file(paths[0])
+                                                                 : data::load_text_corpus(paths);
     window_generator_.manual_seed(config_.seed);
   } else {
     GROVE_INTERNAL_ASSERT(task.data == zoo::DataKind::FashionMnist);
@@ -115,6 +117,13 @@ Trainer::Trainer(TrainConfig config) : config_(std::move(config)) {
   // moved; the optimizer takes the moved parameters.
   manual_seed(config_.seed);
   model_ = zoo::make_model(*spec_, config_.model_options);
+  if (spec_->vocab_size != nullptr) {
+    const std::int64_t vocab = spec_->vocab_size(*model_);
+    GROVE_CHECK(corpus_.vocab_needed <= vocab, config_.model, ": ", corpus_.paths.front().string(),
+                " holds token ids up to ", corpus_.vocab_needed - 1,
+                ", but the model's vocabulary ", "has ", vocab,
+                " tokens; give a preset whose vocabulary holds them (--preset gpt2s: ", "50304)");
+  }
   model_->to(config_.device);
   model_->train();
   if (world_size_ > 1) {

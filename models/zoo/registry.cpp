@@ -53,6 +53,10 @@ std::vector<std::string> gpt_preset_help() {
   return lines;
 }
 
+std::int64_t gpt_vocab_size(const nn::Module& model) {
+  return dynamic_cast<const Gpt&>(model).config().vocab;
+}
+
 Tensor gpt_generate(nn::Module& model, const Tensor& prompt, std::int64_t tokens,
                     double temperature, Generator& generator) {
   return dynamic_cast<Gpt&>(model).generate(prompt, tokens, temperature, generator);
@@ -89,6 +93,7 @@ std::vector<ModelSpec> build_table() {
                     .epochs = 1,
                     .steps = 2000},
        .context_length = gpt_context_length,
+       .vocab_size = gpt_vocab_size,
        .generate = gpt_generate},
       {.name = "resnet",
        .summary = "small residual CNN for Fashion-MNIST (9,610 parameters)",

@@ -126,6 +126,7 @@ struct ModelSpec {
   // sampling: `tokens` tokens appended to `prompt` ((1, T0) int64 on the model's device),
   // returning the whole sequence (1, T0 + tokens); as zoo::Gpt::generate.
   std::int64_t (*context_length)(const nn::Module& model) = nullptr;
+  std::int64_t (*vocab_size)(const nn::Module& model) = nullptr;  // the token ids it takes
   Tensor (*generate)(nn::Module& model, const Tensor& prompt, std::int64_t tokens,
                      double temperature, Generator& generator) = nullptr;
 

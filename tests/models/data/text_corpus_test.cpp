@@ -3,8 +3,10 @@
 // starts, determinism for a seed), and the default corpus when it is present.
 #include "models/data/text_corpus.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <set>
@@ -53,6 +55,55 @@ TEST(TextCorpusTest, SplitSizesFollowPythonsTruncation) {
   const TextCorpus all_train = load_text_corpus({dir / "text"}, 0.0);
   EXPECT_EQ(all_train.train.numel(), 1001);
   EXPECT_EQ(all_train.validation.numel(), 0);
+}
+
+// An llm.c token shard: the 256-int32 header (magic, version, count), then uint16 ids.
+std::vector<std::uint8_t> token_file(const std::vector<std::uint16_t>& ids,
+                                     std::int32_t version = 1, std::int64_t count = -1) {
+  std::vector<std::uint8_t> bytes(kTokenFileHeaderInts * 4, 0);
+  const auto put = [&](std::size_t index, std::int64_t value) {
+    const auto word = static_cast<std::uint32_t>(value);
+    for (int b = 0; b < 4; ++b) bytes[4 * index + b] = static_cast<std::uint8_t>(word >> (8 * b));
+  };
+  put(0, kTokenFileMagic);
+  put(1, version);
+  put(2, count < 0 ? static_cast<std::int64_t>(ids.size()) : count);
+  for (const std::uint16_t id : ids) {
+    bytes.push_back(static_cast<std::uint8_t>(id & 0xff));
+    bytes.push_back(static_cast<std::uint8_t>(id >> 8));
+  }
+  return bytes;
+}
+
+TEST(TextCorpusTest, TokenFilesAreReadAsIdsAndSplit) {
+  TempDir dir;
+  const std::vector<std::uint16_t> ids = {5, 50256, 0, 300, 65535, 7, 8, 9, 10, 11};
+  write_bytes(dir / "shard.bin", token_file(ids));
+  write_bytes(dir / "text.txt", bytes_of("hello"));
+  EXPECT_TRUE(is_token_file(dir / "shard.bin"));
+  EXPECT_FALSE(is_token_file(dir / "text.txt"));
+  EXPECT_FALSE(is_token_file(dir / "missing.bin"));
+  const TextCorpus corpus = load_token_file(dir / "shard.bin");
+  EXPECT_FALSE(corpus.is_text);
+  EXPECT_EQ(corpus.vocab_needed, 65536);
+  EXPECT_EQ(corpus.tokens.to_vector<std::int64_t>(),
+            std::vector<std::int64_t>(ids.begin(), ids.end()));
+  EXPECT_EQ(corpus.train.numel(), 9);  // int(0.9 * 10)
+  EXPECT_EQ(corpus.validation.numel(), 1);
+  EXPECT_NEAR(unigram_entropy(corpus.tokens), std::log(10.0), 1e-12);  // ten distinct ids
+
+  write_bytes(dir / "v2.bin", token_file(ids, 2));
+  EXPECT_THAT(error_of([&] { load_token_file(dir / "v2.bin"); }),
+              ::testing::HasSubstr("is version 2 of the format; grove reads version 1"));
+  write_bytes(dir / "short.bin", token_file(ids, 1, 11));
+  EXPECT_THAT(error_of([&] { load_token_file(dir / "short.bin"); }),
+              ::testing::HasSubstr("'s header says 11 tokens (1046 bytes with the header), but "
+                                   "the file has 1044 bytes"));
+  EXPECT_THAT(error_of([&] { load_token_file(dir / "text.txt"); }),
+              ::testing::HasSubstr("does not start with a token file's header"));
+  write_bytes(dir / "empty.bin", token_file({}));
+  EXPECT_THAT(error_of([&] { load_token_file(dir / "empty.bin"); }),
+              ::testing::HasSubstr("header says 0 tokens"));
 }
 
 TEST(TextCorpusTest, Errors) {

@@ -78,6 +78,21 @@ expect_in '"val_loss"' seval.json
 "$grove" sample --checkpoint s.safetensors --prompt "ab" --tokens 5 --device cpu >/dev/null ||
   fail "sampling from a gpt of another shape"
 
+# An llm.c token file (header: magic 20240520, version 1, the count; then uint16 ids): the gpt
+# trains on its ids; ids beyond the model's vocabulary are refused with the preset to use.
+token_file() {  # token_file PATH LARGEST_ID: 600 ids cycling 0..99, the last LARGEST_ID
+  {
+    printf '\x88\xd8\x34\x01\x01\x00\x00\x00\x58\x02\x00\x00'
+    head -c 1012 /dev/zero
+    for ((i = 0; i < 599; i++)); do printf "\\x$(printf %02x $((i % 100)))\\x00"; done
+    printf "\\x$(printf %02x $(($2 % 256)))\\x$(printf %02x $(($2 / 256)))"
+  } >"$1"
+}
+token_file shard.bin 99
+"$grove" train --model gpt --data shard.bin --device cpu --steps 2 --batch-size 2 \
+  --block 16 >/dev/null 2>tferr.txt || { cat tferr.txt >&2; fail "training on a token file"; }
+expect_in "corpus: 600 tokens of a token file, ids up to 99" tferr.txt
+
 # A checkpoint in folders that do not exist yet: they are made before the first step.
 "$grove" train --model gpt --device cpu --steps 1 --batch-size 2 \
   --checkpoint new/folder/g.safetensors >/dev/null 2>&1 || fail "a checkpoint in a new folder"
@@ -165,6 +180,9 @@ expect_mistake "mlp has one fixed shape, but got layers=2; --preset and the size
   train --model mlp --layers 2 --device cpu --epochs 1 --train-limit 8
 expect_mistake "gpt: no preset named 'huge'; the presets are tiny, char, gpt2s" \
   train --model gpt --preset huge --device cpu --steps 1
+token_file wide.bin 300
+expect_mistake "holds token ids up to 300, but the model's vocabulary has 128 tokens" \
+  train --model gpt --data wide.bin --device cpu --steps 1 --block 16
 expect_mistake "gpt: embd (30) must be divisible by heads (4)" \
   train --model gpt --embd 30 --device cpu --steps 1
 expect_mistake "--preset: a resumed run keeps the settings it was saved with" \
