@@ -93,6 +93,12 @@ token_file shard.bin 99
   --block 16 >/dev/null 2>tferr.txt || { cat tferr.txt >&2; fail "training on a token file"; }
 expect_in "corpus: 600 tokens of a token file, ids up to 99" tferr.txt
 
+# Options from a file, a section per command; flags on the command line win over it.
+printf '[train]\nmodel = "gpt"\nsteps = 3\nbatch-size = 2\nlayers = 1\nblock = 16\n' >run.toml
+"$grove" train --config run.toml --device cpu --steps 2 >/dev/null 2>cferr.txt ||
+  { cat cferr.txt >&2; fail "training with --config"; }
+expect_in "grove train: gpt (layers=1 block=16) on cpu, eager, fp32, 2 steps" cferr.txt
+
 # A checkpoint in folders that do not exist yet: they are made before the first step.
 "$grove" train --model gpt --device cpu --steps 1 --batch-size 2 \
   --checkpoint new/folder/g.safetensors >/dev/null 2>&1 || fail "a checkpoint in a new folder"
@@ -180,6 +186,9 @@ expect_mistake "mlp has one fixed shape, but got layers=2; --preset and the size
   train --model mlp --layers 2 --device cpu --epochs 1 --train-limit 8
 expect_mistake "gpt: no preset named 'huge'; the presets are tiny, char, gpt2s" \
   train --model gpt --preset huge --device cpu --steps 1
+printf '[train]\nmodle = "gpt"\n' >typo.toml
+expect_mistake "--config: INI was not able to parse train.modle (a key names no option" \
+  train --config typo.toml --device cpu
 token_file wide.bin 300
 expect_mistake "holds token ids up to 300, but the model's vocabulary has 128 tokens" \
   train --model gpt --data wide.bin --device cpu --steps 1 --block 16
