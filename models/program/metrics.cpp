@@ -25,9 +25,15 @@
 namespace grove::program {
 namespace {
 
-constexpr std::size_t kColumns = 6;
+constexpr std::size_t kColumns = 9;
+constexpr std::size_t kColumnsV1 = 6;  // kMetricsHeaderV1's
 constexpr std::array<std::string_view, kColumns> kColumnNames = {
-    "step", "epoch", "loss", "lr", "step_time_ms", "samples_per_s"};
+    "step",          "epoch",    "loss",      "lr",           "step_time_ms",
+    "samples_per_s", "val_loss", "test_loss", "test_accuracy"};
+
+bool same(double a, double b) {
+  return a == b || (std::isnan(a) && std::isnan(b));
+}
 
 std::string system_reason(int error_number) {
   return std::generic_category().message(error_number);
@@ -82,6 +88,7 @@ struct ParsedRow {
 struct ParsedFile {
   std::vector<ParsedRow> rows;
   bool partial_last_line = false;  // text after the last newline (a cut-off row)
+  bool first_format = false;       // kMetricsHeaderV1: no evaluation columns
 };
 
 // Parses a whole file; `contents` must outlive the result (rows point into it).
@@ -105,8 +112,9 @@ ParsedFile parse_metrics(const std::filesystem::path& path, std::string_view con
     position = newline + 1;
     const std::string_view line = trim(text);
     if (line_number == 1) {
-      GROVE_CHECK(line == kMetricsHeader, where(path, 1), ": expected the header '", kMetricsHeader,
-                  "', got '", line,
+      parsed.first_format = line == kMetricsHeaderV1;
+      GROVE_CHECK(line == kMetricsHeader || parsed.first_format, where(path, 1),
+                  ": expected the header '", kMetricsHeader, "', got '", line,
                   "'; hint: is it a metrics file written by grove train? Pass another path to "
                   "start a new one");
       continue;
@@ -123,9 +131,10 @@ ParsedFile parse_metrics(const std::filesystem::path& path, std::string_view con
       if (comma == std::string_view::npos) break;
       start = comma + 1;
     }
-    GROVE_CHECK(count == kColumns, where(path, line_number), ": expected ", kColumns, " columns (",
-                kMetricsHeader, "), got ", count, " in '", line,
-                "'; hint: fix or delete that line");
+    const std::size_t columns = parsed.first_format ? kColumnsV1 : kColumns;
+    GROVE_CHECK(count == columns, where(path, line_number), ": expected ", columns, " columns (",
+                parsed.first_format ? kMetricsHeaderV1 : kMetricsHeader, "), got ", count, " in '",
+                line, "'; hint: fix or delete that line");
     MetricsRow row;
     row.step = parse_field<std::int64_t>(fields[0], 0, path, line_number);
     row.epoch = parse_field<std::int64_t>(fields[1], 1, path, line_number);
@@ -133,6 +142,11 @@ ParsedFile parse_metrics(const std::filesystem::path& path, std::string_view con
     row.lr = parse_field<double>(fields[3], 3, path, line_number);
     row.step_time_ms = parse_field<double>(fields[4], 4, path, line_number);
     row.samples_per_s = parse_field<double>(fields[5], 5, path, line_number);
+    if (!parsed.first_format) {
+      row.val_loss = parse_field<double>(fields[6], 6, path, line_number);
+      row.test_loss = parse_field<double>(fields[7], 7, path, line_number);
+      row.test_accuracy = parse_field<double>(fields[8], 8, path, line_number);
+    }
     parsed.rows.push_back({text, row});
   }
   return parsed;
@@ -177,7 +191,18 @@ std::string format_metrics_row(const MetricsRow& row) {
   append_number(text, row.step_time_ms);
   text += ',';
   append_number(text, row.samples_per_s);
+  for (const double value : {row.val_loss, row.test_loss, row.test_accuracy}) {
+    text += ',';
+    append_number(text, value);
+  }
   return text;
+}
+
+bool operator==(const MetricsRow& a, const MetricsRow& b) {
+  return a.step == b.step && a.epoch == b.epoch && same(a.loss, b.loss) && same(a.lr, b.lr) &&
+         same(a.step_time_ms, b.step_time_ms) && same(a.samples_per_s, b.samples_per_s) &&
+         same(a.val_loss, b.val_loss) && same(a.test_loss, b.test_loss) &&
+         same(a.test_accuracy, b.test_accuracy);
 }
 
 std::vector<MetricsRow> read_metrics(const std::filesystem::path& path) {
@@ -240,13 +265,19 @@ void MetricsWriter::prepare_resume(std::int64_t first_new_step) {
   std::int64_t kept_rows = 0;
   for (const ParsedRow& row : parsed.rows) {
     if (row.row.step >= first_new_step) continue;
-    kept.append(row.text);
+    // A first-format row is written again in this format (nan evaluations); others as they were.
+    if (parsed.first_format) {
+      kept += format_metrics_row(row.row);
+    } else {
+      kept.append(row.text);
+    }
     kept += '\n';
     ++kept_rows;
   }
-  // Rows of the old run at or after the resumed step, or a cut-off last row: rewrite the file
-  // without them, so the new rows follow the kept ones directly.
-  if (kept_rows != static_cast<std::int64_t>(parsed.rows.size()) || parsed.partial_last_line) {
+  // Rows of the old run at or after the resumed step, a cut-off last row, or the first format:
+  // rewrite the file, so the new rows follow the kept ones directly under this format's header.
+  if (kept_rows != static_cast<std::int64_t>(parsed.rows.size()) || parsed.partial_last_line ||
+      parsed.first_format) {
     write_file_atomically(path_, kept);
   }
   rows_kept_ = kept_rows;

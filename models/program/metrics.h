@@ -1,19 +1,25 @@
 // The metrics file of a training run: a CSV with one row per step, written as the run goes, read
 // back by `grove plot` (plot.h) and by anyone with a spreadsheet or pandas.
 //
-//   step,epoch,loss,lr,step_time_ms,samples_per_s
-//   1,0,2.3125,0.1,41.5,3084.3
-//   2,0,2.2017,0.1,3.25,39384.6
+//   step,epoch,loss,lr,step_time_ms,samples_per_s,val_loss,test_loss,test_accuracy
+//   1,0,2.3125,0.1,41.5,3084.3,nan,nan,nan
+//   2,0,2.2017,0.1,3.25,39384.6,nan,nan,nan
+//   ...
+//   469,0,0.4301,0.09,1.5,85333.3,nan,0.4528,0.8412     (an evaluation after step 469)
+//
+// The last three columns hold the evaluation that ran right after the row's step (the figures
+// of the model's task, zoo::Metric; "nan" for the others and for steps without one). Files of
+// the first format (the first six columns only) are read too, their evaluations nan, and a run
+// resumed into one rewrites it in this format.
 //
 // Numbers are written in the shortest form that reads back to the same double (std::to_chars:
 // "0.1", "3e-04", "51200"), so a round trip is exact; NaN and infinities are written "nan",
 // "inf", "-inf".
 //
-// What it is not: a general CSV library (no quoting: every field is a number) and not a log of
-// evaluations (those go to the program's output).
+// What it is not: a general CSV library (no quoting: every field is a number).
 //
 // Invariants of a file written here:
-// - the first line is exactly the header above;
+// - the first line is exactly the header above (or the first format's);
 // - each row is written whole with one write() and then flushed, so a crash leaves whole rows
 //   and at most one partial last line, which has no newline; readers ignore a last line without
 //   a newline (a row written here always ends with one);
@@ -34,7 +40,11 @@
 namespace grove::program {
 
 // The header line of a metrics file, without its newline.
-inline constexpr std::string_view kMetricsHeader = "step,epoch,loss,lr,step_time_ms,samples_per_s";
+inline constexpr std::string_view kMetricsHeader =
+    "step,epoch,loss,lr,step_time_ms,samples_per_s,val_loss,test_loss,test_accuracy";
+// The first format's header (no evaluation columns): read, and rewritten on resume.
+inline constexpr std::string_view kMetricsHeaderV1 =
+    "step,epoch,loss,lr,step_time_ms,samples_per_s";
 
 struct MetricsRow {
   std::int64_t step = 0;   // 1-based count of steps taken in the run
@@ -43,8 +53,13 @@ struct MetricsRow {
   double lr = 0.0;
   double step_time_ms = 0.0;
   double samples_per_s = 0.0;
+  // The evaluation after this step (NaN: none, or not a figure of the model's task).
+  double val_loss = NAN;
+  double test_loss = NAN;
+  double test_accuracy = NAN;
 
-  friend bool operator==(const MetricsRow&, const MetricsRow&) = default;
+  // Field by field, NaN equal to NaN (a row reads back equal to the row written).
+  friend bool operator==(const MetricsRow& a, const MetricsRow& b);
 };
 
 // The CSV line of a row, without its newline: "12,0,0.4123,0.1,3.25,39384.6".

@@ -28,6 +28,8 @@ constexpr double kLossShare = 0.64;  // of the panels' height, when the lr panel
 constexpr const char* kLossColour = "#9ecae1";
 constexpr const char* kAverageColour = "#08519c";
 constexpr const char* kLrColour = "#d95f02";
+constexpr const char* kEvalColour = "#e7298a";
+constexpr const char* kEpochColour = "#999999";
 constexpr const char* kGridColour = "#e5e5e5";
 
 std::string escape_xml(const std::string& text) {
@@ -67,6 +69,7 @@ std::string pixels(double value) {
 struct Panel {
   double left = 0, top = 0, width = 0, height = 0;
   std::vector<double> x_ticks, y_ticks;
+  bool log_y = false;  // y values (and ticks) are log10 of the data; labels show the data
 
   double x_of(double x) const {
     return left + (x - x_ticks.front()) / (x_ticks.back() - x_ticks.front()) * width;
@@ -95,9 +98,14 @@ void draw_axes(std::string& svg, const Panel& panel, const std::string& y_name,
     svg += "<line x1=\"" + pixels(panel.left) + "\" y1=\"" + y + "\" x2=\"" +
            pixels(panel.left + panel.width) + "\" y2=\"" + y + "\" stroke=\"" + kGridColour +
            "\"/>\n";
+    std::string label = format_tick(tick, y_spacing);
+    if (panel.log_y) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.3g", std::pow(10.0, tick));
+      label = text;
+    }
     svg += "<text class=\"tick\" x=\"" + pixels(panel.left - 6) + "\" y=\"" + y +
-           "\" dy=\"4\" text-anchor=\"end\">" + escape_xml(format_tick(tick, y_spacing)) +
-           "</text>\n";
+           "\" dy=\"4\" text-anchor=\"end\">" + escape_xml(label) + "</text>\n";
   }
   svg += "<rect x=\"" + pixels(panel.left) + "\" y=\"" + pixels(panel.top) + "\" width=\"" +
          pixels(panel.width) + "\" height=\"" + pixels(panel.height) +
@@ -125,6 +133,41 @@ void draw_line(std::string& svg, const Panel& panel, const std::vector<double>& 
     svg += "<circle cx=\"" + pixels(panel.x_of(xs[0])) + "\" cy=\"" + pixels(panel.y_of(ys[0])) +
            "\" r=\"3\" fill=\"" + colour + "\"/>\n";
   }
+}
+
+// Dots at (x[i], y[i]).
+void draw_dots(std::string& svg, const Panel& panel, const std::vector<double>& xs,
+               const std::vector<double>& ys, const std::string& id, const char* colour) {
+  svg += "<g id=\"" + id + "\" fill=\"" + colour + "\">\n";
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    svg += "<circle cx=\"" + pixels(panel.x_of(xs[i])) + "\" cy=\"" + pixels(panel.y_of(ys[i])) +
+           "\" r=\"3.5\"/>\n";
+  }
+  svg += "</g>\n";
+}
+
+// Dashed vertical lines across the panel at the steps xs (the epochs' starts).
+void draw_epoch_lines(std::string& svg, const Panel& panel, const std::vector<double>& xs,
+                      const std::string& id) {
+  svg += "<g id=\"" + id + "\" stroke=\"" + std::string(kEpochColour) +
+         "\" stroke-dasharray=\"4 3\">\n";
+  for (const double x : xs) {
+    const std::string at = pixels(panel.x_of(x));
+    svg += "<line x1=\"" + at + "\" y1=\"" + pixels(panel.top) + "\" x2=\"" + at + "\" y2=\"" +
+           pixels(panel.top + panel.height) + "\"/>\n";
+  }
+  svg += "</g>\n";
+}
+
+// The loss axis's ticks for log10 values in [low, high]: whole powers of ten when they span two
+// or more, else round values of the logarithm.
+std::vector<double> log_ticks(double low, double high) {
+  if (std::ceil(high) - std::floor(low) >= 2.0) {
+    std::vector<double> ticks;
+    for (double k = std::floor(low); k <= std::ceil(high); k += 1.0) ticks.push_back(k);
+    return ticks;
+  }
+  return nice_ticks(low, high, kTickTarget);
 }
 
 void draw_legend_entry(std::string& svg, double x, double y, const char* colour, double width,
@@ -205,22 +248,36 @@ std::string plot_svg(const std::vector<MetricsRow>& rows, const PlotOptions& opt
               "plot_svg: expected smoothing in [0, 1), got ", options.smoothing,
               "; 0.9 weighs the past as TensorBoard's default smoothing does, 0 turns it off");
 
-  // The series: finite losses and their moving average; finite learning rates.
-  std::vector<double> loss_steps, losses, averages, lr_steps, lrs;
+  // The series: finite losses and their moving average; finite learning rates; the evaluations'
+  // finite losses; the steps where a new epoch begins. On a log axis the losses are log10'd
+  // (the average is taken of the losses themselves).
+  std::vector<double> loss_steps, losses, averages, lr_steps, lrs, eval_steps, eval_losses;
+  std::vector<double> epoch_starts;
+  const auto plotted = [&](double loss) { return options.log_loss ? std::log10(loss) : loss; };
+  const auto drawable = [&](double loss) {
+    return std::isfinite(loss) && (!options.log_loss || loss > 0.0);
+  };
   std::int64_t non_finite = 0;
   std::int64_t first_non_finite_step = 0;
   double average = NAN;
   double step_low = std::numeric_limits<double>::infinity();
   double step_high = -step_low;
-  for (const MetricsRow& row : rows) {
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const MetricsRow& row = rows[r];
     const auto step = static_cast<double>(row.step);
     step_low = std::min(step_low, step);
     step_high = std::max(step_high, step);
+    if (r > 0 && row.epoch > rows[r - 1].epoch) epoch_starts.push_back(step - 0.5);
+    for (const double eval : {row.val_loss, row.test_loss}) {
+      if (!drawable(eval)) continue;
+      eval_steps.push_back(step);
+      eval_losses.push_back(plotted(eval));
+    }
     if (std::isfinite(row.lr)) {
       lr_steps.push_back(step);
       lrs.push_back(row.lr);
     }
-    if (!std::isfinite(row.loss)) {
+    if (!drawable(row.loss)) {
       if (non_finite++ == 0) first_non_finite_step = row.step;
       continue;
     }
@@ -228,16 +285,22 @@ std::string plot_svg(const std::vector<MetricsRow>& rows, const PlotOptions& opt
                   ? row.loss
                   : options.smoothing * average + (1.0 - options.smoothing) * row.loss;
     loss_steps.push_back(step);
-    losses.push_back(row.loss);
-    averages.push_back(average);
+    losses.push_back(plotted(row.loss));
+    averages.push_back(plotted(average));
   }
   // Steps are whole numbers: a short run gets an axis of at least kTickTarget whole steps, not
   // ticks at 0.2-step spacings.
   step_high = std::max(step_high, step_low + (kTickTarget - 1));
   double loss_low = 0.0, loss_high = 1.0;  // an empty panel when no loss is finite
-  if (!losses.empty()) {
-    loss_low = *std::min_element(losses.begin(), losses.end());
-    loss_high = *std::max_element(losses.begin(), losses.end());
+  if (!losses.empty() || !eval_losses.empty()) {
+    loss_low = std::numeric_limits<double>::infinity();
+    loss_high = -loss_low;
+    for (const std::vector<double>* series : {&losses, &eval_losses}) {
+      for (const double value : *series) {
+        loss_low = std::min(loss_low, value);
+        loss_high = std::max(loss_high, value);
+      }
+    }
   }
   double lr_low = 0.0, lr_high = 0.0;  // the rate's axis starts at zero
   for (const double lr : lrs) {
@@ -253,11 +316,14 @@ std::string plot_svg(const std::vector<MetricsRow>& rows, const PlotOptions& opt
   loss_panel.width = options.width - kLeftMargin - kRightMargin;
   loss_panel.height = options.show_lr ? (panels_height - kPanelGap) * kLossShare : panels_height;
   loss_panel.x_ticks = nice_ticks(step_low, step_high, kTickTarget);
-  loss_panel.y_ticks = nice_ticks(loss_low, loss_high, kTickTarget);
+  loss_panel.y_ticks = options.log_loss ? log_ticks(loss_low, loss_high)
+                                        : nice_ticks(loss_low, loss_high, kTickTarget);
+  loss_panel.log_y = options.log_loss;
   Panel lr_panel = loss_panel;
   lr_panel.top = loss_panel.top + loss_panel.height + kPanelGap;
   lr_panel.height = panels_height - kPanelGap - loss_panel.height;
   lr_panel.y_ticks = nice_ticks(lr_low, lr_high, 4);
+  lr_panel.log_y = false;
 
   const std::string title = options.title.empty() ? "training loss" : options.title;
   const std::string width = std::to_string(options.width);
@@ -276,33 +342,47 @@ std::string plot_svg(const std::vector<MetricsRow>& rows, const PlotOptions& opt
   if (non_finite > 0) {
     svg += "<text id=\"note\" x=\"" + pixels(options.width / 2.0) +
            "\" y=\"46\" text-anchor=\"middle\" fill=\"#b00020\">" +
-           escape_xml(str(non_finite, " of ", rows.size(),
-                          " losses are NaN or infinite and not drawn (the first at step ",
-                          first_non_finite_step, ")")) +
+           escape_xml(str(non_finite, " of ", rows.size(), " losses are NaN or infinite",
+                          options.log_loss ? " or not above 0 (the log axis)" : "",
+                          " and not drawn (the first at step ", first_non_finite_step, ")")) +
            "</text>\n";
   }
 
-  draw_axes(svg, loss_panel, "loss", "loss");
+  draw_axes(svg, loss_panel, options.log_loss ? "loss (log scale)" : "loss", "loss");
+  if (!epoch_starts.empty()) draw_epoch_lines(svg, loss_panel, epoch_starts, "epochs");
   draw_line(svg, loss_panel, loss_steps, losses, "loss", kLossColour, 1.0);
   const bool show_average = options.smoothing > 0.0;
   if (show_average)
     draw_line(svg, loss_panel, loss_steps, averages, "loss-average", kAverageColour, 2.0);
+  const bool show_evals = !eval_steps.empty();
+  if (show_evals) draw_dots(svg, loss_panel, eval_steps, eval_losses, "eval-loss", kEvalColour);
   // Legend, in the loss panel's top right corner.
   const double legend_x = loss_panel.left + loss_panel.width - 190;
   const double legend_y = loss_panel.top + 8;
+  const int entries = 1 + (show_average ? 1 : 0) + (show_evals ? 1 : 0);
   svg += "<g id=\"legend\">\n<rect x=\"" + pixels(legend_x) + "\" y=\"" + pixels(legend_y) +
-         "\" width=\"182\" height=\"" + (show_average ? "44" : "24") +
+         "\" width=\"182\" height=\"" + std::to_string(4 + 20 * entries) +
          "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#cccccc\"/>\n";
-  draw_legend_entry(svg, legend_x + 8, legend_y + 12, kLossColour, 1.0, "loss per step");
+  double entry_y = legend_y + 12;
+  draw_legend_entry(svg, legend_x + 8, entry_y, kLossColour, 1.0, "loss per step");
   if (show_average) {
-    draw_legend_entry(svg, legend_x + 8, legend_y + 32, kAverageColour, 2.0,
+    entry_y += 20;
+    draw_legend_entry(svg, legend_x + 8, entry_y, kAverageColour, 2.0,
                       "moving average (" + format_smoothing(options.smoothing) + ")");
+  }
+  if (show_evals) {
+    entry_y += 20;
+    svg += "<circle cx=\"" + pixels(legend_x + 20) + "\" cy=\"" + pixels(entry_y) +
+           "\" r=\"3.5\" fill=\"" + kEvalColour + "\"/>\n";
+    svg += "<text x=\"" + pixels(legend_x + 38) + "\" y=\"" + pixels(entry_y) +
+           "\" dy=\"4\">evaluation loss</text>\n";
   }
   svg += "</g>\n";
 
   const Panel& bottom_panel = options.show_lr ? lr_panel : loss_panel;
   if (options.show_lr) {
     draw_axes(svg, lr_panel, "learning rate", "lr");
+    if (!epoch_starts.empty()) draw_epoch_lines(svg, lr_panel, epoch_starts, "lr-epochs");
     draw_line(svg, lr_panel, lr_steps, lrs, "lr", kLrColour, 1.5);
   }
   svg += "<text x=\"" + pixels(bottom_panel.left + bottom_panel.width / 2) + "\" y=\"" +

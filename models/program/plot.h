@@ -1,10 +1,12 @@
 // `grove plot`: a training run's metrics file (metrics.h) drawn as a standalone SVG image, written
 // by grove itself (no plotting library). Two panels share the step axis:
 //   top:    the loss of every step (a thin line) and its exponential moving average (a thick
-//           line), with a legend;
+//           line), the evaluations' losses (validation or test: dots at their steps), with a
+//           legend; optionally on a logarithmic axis;
 //   bottom: the learning rate of every step.
 // Both axes of both panels have tick marks, grid lines and labels at round values (1, 2 or 5
-// times a power of ten: nice_ticks), and the image has a title.
+// times a power of ten: nice_ticks), dashed lines mark where each epoch after the first begins,
+// and the image has a title.
 //
 // What it is not: a general charting library, and not interactive. Points are not thinned: the
 // loss line has one point per finite loss (a 100,000-step run makes a ~1.5 MB file).
@@ -31,6 +33,9 @@ struct PlotOptions {
   // * loss, starting at the first finite loss. In [0, 1); 0 draws no average.
   double smoothing = 0.9;
   bool show_lr = true;  // false: the loss panel takes the whole height
+  // The loss axis logarithmic (ticks at powers of ten, or round values of the logarithm over a
+  // range under a factor of 100); losses <= 0 are then not drawn and counted in the note.
+  bool log_loss = false;
 };
 
 // Round tick values covering [low, high]: about `target_count` of them, spaced by 1, 2 or 5

@@ -10,8 +10,8 @@
 #include "core/caching_allocator.h"
 #include "core/error.h"
 #include "dist/backend_versions.h"
-#include "models/program/core_demo.h"
 #include "models/program/commands.h"
+#include "models/program/core_demo.h"
 #include "models/program/device_info.h"
 #include "models/program/plot.h"
 #include "models/program/threads.h"
@@ -23,17 +23,20 @@ void add_plot_command(CLI::App& app, OnParse on_parse) {
   auto csv = std::make_shared<std::string>();
   auto svg = std::make_shared<std::string>("curve.svg");
   auto title = std::make_shared<std::string>();
+  auto log_loss = std::make_shared<bool>(false);
   CLI::App* command =
       app.add_subcommand("plot", "draw a metrics CSV (grove train --metrics) as an SVG");
   command->add_option("metrics", *csv, "the CSV file")->required();
   command->add_option("-o,--output", *svg, "the SVG to write (curve.svg)");
   command->add_option("--title", *title, "the plot's title (default: the CSV's name)");
+  command->add_flag("--log", *log_loss, "the loss on a logarithmic axis");
   // The callback owns the flags' storage (CLI11 keeps references to it), so it is set in both
   // modes; checking the flags is CLI11's alone.
   command->callback([=] {
     if (on_parse == OnParse::CheckFlags) return;
     PlotOptions options;
     options.title = title->empty() ? std::filesystem::path(*csv).filename().string() : *title;
+    options.log_loss = *log_loss;
     write_plot(*csv, *svg, options);
     std::cerr << "wrote " << *svg << "\n";
   });

@@ -319,6 +319,13 @@ int run_train(const TrainFlags& flags) {
     progress.message(std::string("checkpoint (") + why + "): " + flags.checkpoint + " at step " +
                      std::to_string(trainer.steps_done()));
   };
+  // A step's metrics row waits for the evaluation that may follow it (its last three columns):
+  // written when the next step or evaluation comes, and at the end of the run.
+  std::optional<MetricsRow> pending_row;
+  const auto write_pending = [&] {
+    if (metrics && pending_row) metrics->write(*pending_row);
+    pending_row.reset();
+  };
   train::Callbacks callbacks;
   callbacks.on_step = [&](const train::StepReport& step) {
     const double samples_per_s = step.step_ms > 0 ? step.samples * 1e3 / step.step_ms : 0.0;
@@ -330,11 +337,35 @@ int run_train(const TrainFlags& flags) {
                      .lr = step.lr,
                      .samples_per_s = samples_per_s});
     if (metrics) {
-      metrics->write({step.step, step.epoch, step.loss, step.lr, step.step_ms, samples_per_s});
+      write_pending();
+      pending_row = MetricsRow{.step = step.step,
+                               .epoch = step.epoch,
+                               .loss = step.loss,
+                               .lr = step.lr,
+                               .step_time_ms = step.step_ms,
+                               .samples_per_s = samples_per_s};
     }
   };
   callbacks.on_eval = [&](const train::EvalReport& eval) {
     progress.message(describe_eval(config.model, eval));
+    // Into its step's row; an evaluation without one (before any step, or a second one after
+    // the same step) is in the program's output only: a file never has two rows for one step.
+    if (!pending_row || pending_row->step != eval.step) return;
+    for (const zoo::Metric metric : trainer.spec().task_spec().metrics) {
+      const double value = eval.metric(metric);
+      switch (metric) {
+        case zoo::Metric::ValLoss:
+          pending_row->val_loss = value;
+          break;
+        case zoo::Metric::TestLoss:
+          pending_row->test_loss = value;
+          break;
+        case zoo::Metric::TestAccuracy:
+          pending_row->test_accuracy = value;
+          break;
+      }
+    }
+    write_pending();
   };
   callbacks.should_stop = [] { return interrupted.load(); };
   if (flags.checkpoint_every > 0 && !flags.checkpoint.empty()) {
@@ -347,6 +378,7 @@ int run_train(const TrainFlags& flags) {
     const InterruptGuard ctrl_c;
     result = trainer.run(callbacks);
   }
+  write_pending();
   progress.finish();
 
   // Stopped early by Ctrl-C (a Ctrl-C during the last evaluation still ends the run as done).

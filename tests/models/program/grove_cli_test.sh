@@ -99,6 +99,15 @@ printf '[train]\nmodel = "gpt"\nsteps = 3\nbatch-size = 2\nlayers = 1\nblock = 1
   { cat cferr.txt >&2; fail "training with --config"; }
 expect_in "grove train: gpt (layers=1 block=16) on cpu, eager, fp32, 2 steps" cferr.txt
 
+# Evaluations go into the metrics file (the last columns of their step's row), and the plot
+# draws them, here on a log axis.
+"$grove" train --model gpt --layers 1 --block 16 --steps 3 --batch-size 2 --device cpu \
+  --metrics e.csv >/dev/null 2>&1 || fail "training with --metrics"
+[[ $(tail -1 e.csv | cut -d, -f1,7) =~ ^3,[0-9] ]] || { cat e.csv >&2; fail "no val_loss in step 3's row"; }
+"$grove" plot e.csv -o e.svg --log 2>/dev/null || fail "plotting on a log axis"
+expect_in 'id="eval-loss"' e.svg
+expect_in "loss (log scale)" e.svg
+
 # A checkpoint in folders that do not exist yet: they are made before the first step.
 "$grove" train --model gpt --device cpu --steps 1 --batch-size 2 \
   --checkpoint new/folder/g.safetensors >/dev/null 2>&1 || fail "a checkpoint in a new folder"

@@ -49,15 +49,37 @@ TEST(MetricsTest, WritesTheHeaderAndWholeRows) {
                 .samples_per_s = 3084.25});
   // Readable at once: each row reaches the file before write() returns.
   EXPECT_EQ(read_text(dir / "metrics.csv"),
-            "step,epoch,loss,lr,step_time_ms,samples_per_s\n1,0,2.5,0.1,41.5,3084.25\n");
+            "step,epoch,loss,lr,step_time_ms,samples_per_s,val_loss,test_loss,test_accuracy\n"
+            "1,0,2.5,0.1,41.5,3084.25,nan,nan,nan\n");
   writer.write({.step = 2,
                 .epoch = 0,
                 .loss = NAN,
                 .lr = 3e-4,
                 .step_time_ms = 0.0,
-                .samples_per_s = INFINITY});
+                .samples_per_s = INFINITY,
+                .val_loss = 1.25});
   EXPECT_EQ(read_metrics(dir / "metrics.csv").size(), 2u);
-  EXPECT_NE(read_text(dir / "metrics.csv").find("\n2,0,nan,3e-04,0,inf\n"), std::string::npos);
+  EXPECT_NE(read_text(dir / "metrics.csv").find("\n2,0,nan,3e-04,0,inf,1.25,nan,nan\n"),
+            std::string::npos);
+  EXPECT_EQ(read_metrics(dir / "metrics.csv")[1].val_loss, 1.25);
+}
+
+// Files of the first format (six columns, no evaluations) read with nan evaluations, and a run
+// resumed into one rewrites it in this format before its first row.
+TEST(MetricsTest, FirstFormatFilesAreReadAndRewrittenOnResume) {
+  TempDir dir;
+  write_text(dir / "old.csv",
+             std::string(kMetricsHeaderV1) + "\n1,0,0.5,0.1,2.5,512\n" + "2,0,0.25,0.1,2.5,512\n");
+  const std::vector<MetricsRow> rows = read_metrics(dir / "old.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(std::isnan(rows[0].val_loss) && std::isnan(rows[0].test_accuracy));
+  {
+    MetricsWriter writer(dir / "old.csv", /*append=*/true);
+    writer.write({.step = 2, .epoch = 0, .loss = 0.125, .lr = 0.1, .test_accuracy = 0.75});
+  }
+  EXPECT_EQ(read_text(dir / "old.csv"), std::string(kMetricsHeader) +
+                                            "\n1,0,0.5,0.1,2.5,512,nan,nan,nan\n" +
+                                            "2,0,0.125,0.1,0,0,nan,nan,0.75\n");
 }
 
 TEST(MetricsTest, RoundTripIsExact) {
@@ -159,7 +181,7 @@ TEST(MetricsTest, AppendRefusesAnotherKindOfFile) {
   const std::string message = error_of([&] { MetricsWriter writer(dir / "other.csv", true); });
   EXPECT_NE(message.find("other.csv"), std::string::npos) << message;
   EXPECT_NE(message.find("line 1: expected the header 'step,epoch,loss,lr,step_time_ms,"
-                         "samples_per_s', got 'epoch,accuracy'"),
+                         "samples_per_s,val_loss,test_loss,test_accuracy', got 'epoch,accuracy'"),
             std::string::npos)
       << message;
   EXPECT_EQ(read_text(dir / "other.csv"), "epoch,accuracy\n1,0.5\n");  // left alone
@@ -167,7 +189,8 @@ TEST(MetricsTest, AppendRefusesAnotherKindOfFile) {
 
 TEST(MetricsTest, MalformedFilesNameThePathAndLine) {
   TempDir dir;
-  const std::string header = std::string(kMetricsHeader) + "\n";
+  // The first format's six columns (the checks are the same for nine).
+  const std::string header = std::string(kMetricsHeaderV1) + "\n";
   const auto message_for = [&](const std::string& contents) {
     write_text(dir / "bad.csv", contents);
     return error_of([&] { read_metrics(dir / "bad.csv"); });

@@ -204,6 +204,44 @@ TEST(PlotTest, OptionsAndSmallRuns) {
             std::string::npos);
 }
 
+// Count of `needle` in `text`.
+int occurrences(const std::string& text, const std::string& needle) {
+  int count = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+// Evaluations are dots at their steps, epochs after the first start at dashed lines, and the
+// loss may take a logarithmic axis (losses <= 0 left out and counted).
+TEST(PlotTest, EvaluationsEpochsAndALogAxis) {
+  std::vector<MetricsRow> rows = rows_up_to(12);
+  for (MetricsRow& row : rows) row.epoch = (row.step - 1) / 4;  // epochs start at 5 and 9
+  rows[3].test_loss = 1.5;
+  rows[7].test_loss = 0.9;
+  rows[11].val_loss = 0.7;
+  const std::string svg = plot_svg(rows);
+  check_tags(svg);
+  const std::size_t evals = svg.find("<g id=\"eval-loss\"");
+  ASSERT_NE(evals, std::string::npos);
+  EXPECT_EQ(occurrences(svg.substr(evals, svg.find("</g>", evals) - evals), "<circle"), 3);
+  EXPECT_NE(svg.find("evaluation loss"), std::string::npos);
+  const std::size_t epochs = svg.find("<g id=\"epochs\"");
+  ASSERT_NE(epochs, std::string::npos);
+  EXPECT_EQ(occurrences(svg.substr(epochs, svg.find("</g>", epochs) - epochs), "<line"), 2);
+  EXPECT_EQ(plot_svg(rows_up_to(12)).find("eval-loss"), std::string::npos);  // none: no dots
+
+  rows[2].loss = 0.0;  // not on a log axis
+  const std::string log = plot_svg(rows, {.log_loss = true});
+  check_tags(log);
+  EXPECT_NE(log.find("loss (log scale)"), std::string::npos);
+  EXPECT_EQ(point_count(log, "loss"), 11);
+  EXPECT_NE(log.find("1 of 12 losses are NaN or infinite or not above 0 (the log axis)"),
+            std::string::npos);
+}
+
 TEST(WritePlotTest, WritesTheSvgAtomically) {
   TempDir dir;
   {
@@ -229,7 +267,7 @@ TEST(WritePlotTest, ErrorsLeaveNothingBehind) {
   message = error_of([&] { write_plot(dir / "missing.csv", dir / "plot.svg"); });
   EXPECT_NE(message.find("cannot open metrics file"), std::string::npos) << message;
 
-  write_text(dir / "ok.csv", std::string(kMetricsHeader) + "\n1,0,0.5,0.1,2.5,512\n");
+  write_text(dir / "ok.csv", std::string(kMetricsHeaderV1) + "\n1,0,0.5,0.1,2.5,512\n");
   message = error_of([&] { write_plot(dir / "ok.csv", dir / "no-folder" / "plot.svg"); });
   EXPECT_NE(message.find("no-folder"), std::string::npos) << message;
   EXPECT_EQ(names_in(dir.path()), (std::set<std::string>{"header-only.csv", "ok.csv"}));
