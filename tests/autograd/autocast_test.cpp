@@ -60,8 +60,8 @@ TEST(Autocast, TheTableNamesTheDocumentedOps) {
                             OpKind::Pow, OpKind::Sqrt, OpKind::Rsqrt}) {
     EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Float32) << kind;
   }
-  // The losses read 16-bit scores as they are and return a float32 loss (Note [A loss is in the
-  // compute dtype] in ops/softmax.cpp): no cast of the logits.
+  // The losses read 16-bit scores as they are and return a float32 loss: no cast of the logits
+  // (Note [A loss is in the compute dtype] in ops/softmax.cpp).
   for (const OpKind kind : {OpKind::CrossEntropy, OpKind::NllLoss}) {
     EXPECT_EQ(ops::autocast_rule(kind), AutocastRule::Follow) << kind;
     const AutocastGuard guard(DType::BFloat16);
