@@ -14,8 +14,10 @@
 
 #include "core/error.h"
 #include "models/program/commands.h"
+#include "models/program/ctrl_c.h"
 
 int main(int argc, char** argv) {
+  grove::program::start_ctrl_c_watcher();  // Note [Ctrl-C on a thread of its own]
   CLI::App app{"grove: train small models, eagerly or as device graphs", "grove"};
   app.set_version_flag("--version", "grove " GROVE_VERSION);
   grove::program::add_commands(app);

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +32,7 @@
 #include "dist/process_group.h"
 #include "graphs/explain.h"
 #include "models/program/commands.h"
+#include "models/program/ctrl_c.h"
 #include "models/program/flag_checks.h"
 #include "models/program/metrics.h"
 #include "models/program/progress.h"
@@ -46,26 +46,8 @@ namespace grove::program {
 namespace {
 
 // Ctrl-C: the first asks the run to stop after the step in progress (and to save a checkpoint);
-// the handler then restores the default, so a second Ctrl-C ends the process at once (the last
-// checkpoint on disk stays whole: files are replaced atomically).
-std::atomic<bool> interrupted{false};
-
-extern "C" void on_interrupt(int) {
-  interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-}
-
-// Ctrl-C is the run's to handle while the guard lives, also when the run throws.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    interrupted.store(false);
-    std::signal(SIGINT, on_interrupt);
-  }
-  ~InterruptGuard() { std::signal(SIGINT, SIG_DFL); }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-};
+// a second ends the process at once (the last checkpoint on disk stays whole: files are replaced
+// atomically). Taken on a thread of its own: Note [Ctrl-C on a thread of its own] in ctrl_c.h.
 
 struct TrainFlags {
   std::string model = zoo::kDefaultModel;
@@ -234,10 +216,8 @@ int launch_ranks(const TrainFlags& flags, const train::TrainConfig& config) {
     }
   }
   // The ranks handle Ctrl-C themselves (they agree to stop and rank 0 saves a checkpoint).
-  const auto previous = std::signal(SIGINT, SIG_IGN);
-  const int status = dist::launch_local(launch);
-  std::signal(SIGINT, previous);
-  return status;
+  const CtrlCScope ranks_handle_it(CtrlC::Ignore);
+  return dist::launch_local(launch);
 }
 
 // An ostream that drops everything: the output of ranks other than 0.
@@ -367,7 +347,7 @@ int run_train(const TrainFlags& flags) {
     }
     write_pending();
   };
-  callbacks.should_stop = [] { return interrupted.load(); };
+  callbacks.should_stop = [] { return ctrl_c_requested(); };
   if (flags.checkpoint_every > 0 && !flags.checkpoint.empty()) {
     callbacks.save_every = flags.checkpoint_every;
     callbacks.save = [&] { save("every"); };
@@ -375,14 +355,14 @@ int run_train(const TrainFlags& flags) {
 
   train::TrainResult result;
   {
-    const InterruptGuard ctrl_c;
+    const CtrlCScope ctrl_c(CtrlC::Flag);
     result = trainer.run(callbacks);
   }
   write_pending();
   progress.finish();
 
   // Stopped early by Ctrl-C (a Ctrl-C during the last evaluation still ends the run as done).
-  if (interrupted.load() && trainer.steps_done() < trainer.total_steps()) {
+  if (ctrl_c_requested() && trainer.steps_done() < trainer.total_steps()) {
     if (flags.checkpoint.empty()) {
       const std::string path = config.model + "-interrupted.safetensors";
       if (leader) train::save_checkpoint(trainer, path);
