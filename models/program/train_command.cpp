@@ -36,6 +36,7 @@
 #include "models/program/flag_checks.h"
 #include "models/program/metrics.h"
 #include "models/program/progress.h"
+#include "models/program/run_config_file.h"
 #include "models/program/run_summary.h"
 #include "models/program/threads.h"
 #include "models/train/checkpoint.h"
@@ -236,6 +237,10 @@ int run_train(const TrainFlags& flags) {
   // Data parallel: launch the ranks, or (a rank) join the group.
   const bool is_rank = std::getenv("GROVE_WORLD_SIZE") != nullptr;
   if (flags.nproc > 1 && !is_rank) return launch_ranks(flags, config);
+  // The effective configuration beside the checkpoint, for `grove train --config` (one writer).
+  const char* rank_text = std::getenv("GROVE_RANK");
+  const bool first_rank = !is_rank || (rank_text != nullptr && std::string_view(rank_text) == "0");
+  if (!flags.checkpoint.empty() && first_rank) write_config_file(flags.checkpoint, config);
   struct GroupGuard {
     bool active = false;
     ~GroupGuard() {

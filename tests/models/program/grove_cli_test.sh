@@ -98,6 +98,14 @@ printf '[train]\nmodel = "gpt"\nsteps = 3\nbatch-size = 2\nlayers = 1\nblock = 1
 "$grove" train --config run.toml --device cpu --steps 2 >/dev/null 2>cferr.txt ||
   { cat cferr.txt >&2; fail "training with --config"; }
 expect_in "grove train: gpt (layers=1 block=16) on cpu, eager, fp32, 2 steps" cferr.txt
+# The effective configuration beside a checkpoint, which --config reads back: the same run.
+"$grove" train --config run.toml --device cpu --lr 0.001 --checkpoint cf/a.safetensors \
+  >/dev/null 2>cf1.txt || { cat cf1.txt >&2; fail "training with --config and --checkpoint"; }
+expect_in "lr = 0.001" cf/a.toml
+expect_in "layers = 1" cf/a.toml
+"$grove" train --config cf/a.toml --device cpu >/dev/null 2>cf2.txt ||
+  { cat cf2.txt >&2; fail "training with the configuration a run wrote"; }
+[[ $(head -1 cf1.txt) == "$(head -1 cf2.txt)" ]] || fail "the written configuration is not the run's"
 
 # Evaluations go into the metrics file (the last columns of their step's row), and the plot
 # draws them, here on a log axis.
