@@ -22,6 +22,7 @@
 #include "core/convert.h"
 #include "core/cuda/copy_kernel.h"
 #include "core/cuda/cuda_check.h"
+#include "core/cuda/pack.cuh"
 #include "core/cuda/strided_offsets.cuh"
 #include "core/int_divider.h"
 
@@ -93,12 +94,6 @@ __global__ void copy_elements_narrow(To* dst, const From* src,
     dst[to] = convert_element<To>(src[from]);
   }
 }
-
-// kVec elements of T in one aligned load or store.
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T values[kVec];
-};
 
 // Elements per pack of a dense copy: 16 bytes of the wider of the two types.
 template <typename To, typename From>

@@ -155,15 +155,24 @@ Windows sample_windows(const Tensor& tokens, std::int64_t batch, std::int64_t bl
   return windows;
 }
 
+namespace {
+
+// The little-endian int32 at `bytes` (a token file's header word).
+std::int32_t little_endian_int32(const unsigned char* bytes) {
+  return static_cast<std::int32_t>(
+      static_cast<std::uint32_t>(bytes[0]) | (static_cast<std::uint32_t>(bytes[1]) << 8) |
+      (static_cast<std::uint32_t>(bytes[2]) << 16) | (static_cast<std::uint32_t>(bytes[3]) << 24));
+}
+
+}  // namespace
+
 bool is_token_file(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error)) return false;
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.string().c_str(), "rb"));
   unsigned char magic[4];
   if (file == nullptr || std::fread(magic, 1, 4, file.get()) != 4) return false;
-  const std::int64_t value =
-      magic[0] | (magic[1] << 8) | (magic[2] << 16) | (static_cast<std::int64_t>(magic[3]) << 24);
-  return value == kTokenFileMagic;
+  return little_endian_int32(magic) == kTokenFileMagic;
 }
 
 TextCorpus load_token_file(const std::filesystem::path& path, double val_fraction) {
@@ -173,11 +182,8 @@ TextCorpus load_token_file(const std::filesystem::path& path, double val_fractio
   std::string bytes;
   append_file(path, bytes);
   constexpr std::size_t kHeaderBytes = kTokenFileHeaderInts * 4;
-  const auto header_int = [&](std::size_t index) {
-    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data()) + 4 * index;
-    return static_cast<std::int64_t>(static_cast<std::int32_t>(
-        static_cast<std::uint32_t>(b[0]) | (static_cast<std::uint32_t>(b[1]) << 8) |
-        (static_cast<std::uint32_t>(b[2]) << 16) | (static_cast<std::uint32_t>(b[3]) << 24)));
+  const auto header_int = [&](std::size_t index) -> std::int64_t {
+    return little_endian_int32(reinterpret_cast<const unsigned char*>(bytes.data()) + 4 * index);
   };
   GROVE_CHECK(bytes.size() >= kHeaderBytes && header_int(0) == kTokenFileMagic,
               "load_token_file: ", name, " does not start with a token file's header (",

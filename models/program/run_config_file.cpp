@@ -1,24 +1,26 @@
 // See run_config_file.h.
 #include "models/program/run_config_file.h"
 
+#include <charconv>
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
+#include <system_error>
 
+#include "core/error.h"
 #include "models/checkpoint/atomic_file.h"
 #include "models/zoo/registry.h"
 
 namespace grove::program {
 namespace {
 
-// The shortest decimal form of `value` that reads back as the same double.
+// The shortest decimal form of `value` that reads back as the same double (std::to_chars, as
+// the metrics file's numbers; general format, so 3e-4 is "0.0003").
 std::string shortest(double value) {
   char text[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof(text), "%.*g", digits, value);
-    if (std::strtod(text, nullptr) == value) break;
-  }
-  std::string result = text;
+  const auto [end, error] =
+      std::to_chars(text, text + sizeof(text), value, std::chars_format::general);
+  GROVE_INTERNAL_ASSERT(error == std::errc(), "to_chars failed for a double");
+  std::string result(text, end);
   // TOML tells floats from integers by a '.' or an exponent: 1 -> 1.0.
   if (result.find_first_of(".eEn") == std::string::npos) result += ".0";
   return result;

@@ -237,10 +237,6 @@ int run_train(const TrainFlags& flags) {
   // Data parallel: launch the ranks, or (a rank) join the group.
   const bool is_rank = std::getenv("GROVE_WORLD_SIZE") != nullptr;
   if (flags.nproc > 1 && !is_rank) return launch_ranks(flags, config);
-  // The effective configuration beside the checkpoint, for `grove train --config` (one writer).
-  const char* rank_text = std::getenv("GROVE_RANK");
-  const bool first_rank = !is_rank || (rank_text != nullptr && std::string_view(rank_text) == "0");
-  if (!flags.checkpoint.empty() && first_rank) write_config_file(flags.checkpoint, config);
   struct GroupGuard {
     bool active = false;
     ~GroupGuard() {
@@ -256,6 +252,8 @@ int run_train(const TrainFlags& flags) {
   }
   const bool leader = !is_rank || dist::default_process_group().rank() == 0;
   std::ostream& err = leader ? std::cerr : nowhere();
+  // The effective configuration beside the checkpoint, for `grove train --config` (one writer).
+  if (!flags.checkpoint.empty() && leader) write_config_file(flags.checkpoint, config);
   // Note [Threads on a shared machine]
   const ThreadChoice threads = choose_threads(
       flags.given("--threads") ? std::optional<std::int64_t>(flags.threads) : std::nullopt);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "core/cuda/pack.cuh"
 #include "core/reduced_float.h"
 
 namespace grove::ops::cuda {
@@ -80,11 +81,8 @@ __device__ inline double pow_of(double v, double e) {
   return ::pow(v, e);
 }
 
-// kVec elements of T in one aligned load or store.
-template <typename T, int kVec>
-struct alignas(sizeof(T) * kVec) Pack {
-  T values[kVec];
-};
+// See core/cuda/pack.cuh.
+using cuda_backend::Pack;
 
 // Elements of T in a 16-byte pack (8 bfloat16, 4 float32, 2 float64).
 template <typename T>

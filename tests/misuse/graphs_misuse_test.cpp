@@ -13,6 +13,7 @@
 #include "graphs/tree/tree_manager.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
+#include "tests/fresh_thread.h"
 #include "tests/misuse/misuse_case.h"
 
 namespace grove::misuse {
@@ -20,19 +21,7 @@ namespace {
 
 using graphs::TensorList;
 
-// Runs `body` on a new thread and rethrows what it threw.
-void on_fresh_thread(const std::function<void()>& body) {
-  std::exception_ptr error;
-  std::thread thread([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  thread.join();
-  if (error) std::rethrow_exception(error);
-}
+using grove::testing::on_fresh_thread;
 
 MisuseCase fresh(std::string name, std::function<void()> body, std::vector<std::string> facts) {
   return {std::move(name), [body = std::move(body)] { on_fresh_thread(body); }, std::move(facts)};

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "tests/fresh_thread.h"
 
 namespace grove::optim::testing {
 
@@ -62,17 +63,6 @@ inline double gradient_value(int step, std::size_t element) {
 }
 
 // Runs `body` on a fresh thread: a fresh tree manager for the CPU, whatever ran before.
-inline void on_fresh_thread(const std::function<void()>& body) {
-  std::exception_ptr error;
-  std::thread thread([&] {
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-    }
-  });
-  thread.join();
-  if (error) std::rethrow_exception(error);
-}
+using grove::testing::on_fresh_thread;
 
 }  // namespace grove::optim::testing
